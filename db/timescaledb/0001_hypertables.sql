@@ -1,0 +1,35 @@
+-- Up Migration
+-- TimescaleDB mode only: the time-series tables of 0002 become hypertables with
+-- compression. Retention policies follow the configuration and are applied at start
+-- (see packages/db/src/storage-mode.ts); gold continuous aggregates are created from
+-- db/gold by the same code.
+
+CREATE EXTENSION IF NOT EXISTS timescaledb;
+
+SELECT create_hypertable('device_messages', 'received_at',
+  chunk_time_interval => INTERVAL '1 day', migrate_data => true);
+SELECT create_hypertable('telemetry_readings', 'ts',
+  chunk_time_interval => INTERVAL '1 day', migrate_data => true);
+SELECT create_hypertable('telemetry_segments', 'start_ts',
+  chunk_time_interval => INTERVAL '7 days', migrate_data => true);
+
+ALTER TABLE device_messages SET (
+  timescaledb.compress,
+  timescaledb.compress_segmentby = 'tenant_id',
+  timescaledb.compress_orderby = 'received_at DESC'
+);
+SELECT add_compression_policy('device_messages', INTERVAL '3 days');
+
+ALTER TABLE telemetry_readings SET (
+  timescaledb.compress,
+  timescaledb.compress_segmentby = 'device_id, type',
+  timescaledb.compress_orderby = 'ts'
+);
+SELECT add_compression_policy('telemetry_readings', INTERVAL '7 days');
+
+ALTER TABLE telemetry_segments SET (
+  timescaledb.compress,
+  timescaledb.compress_segmentby = 'device_id',
+  timescaledb.compress_orderby = 'start_ts'
+);
+SELECT add_compression_policy('telemetry_segments', INTERVAL '30 days');

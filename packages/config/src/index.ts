@@ -1,0 +1,212 @@
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const nonNegativeInt = z.coerce.number().int().min(0);
+const positiveNumber = z.coerce.number().positive();
+
+const secondsList = z
+  .string()
+  .regex(/^\d+(,\d+)*$/, 'a comma-separated list of whole seconds, e.g. 15,60')
+  .transform((value) => value.split(',').map(Number));
+
+const postgresUrl = z
+  .string()
+  .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// URL');
+
+const mqttUrl = z.string().regex(/^(mqtts?|wss?|tcp):\/\//, 'an mqtt://, mqtts://, ws:// or wss:// URL');
+
+/**
+ * Every environment variable Gantry reads, in one place. Names are the variables
+ * themselves so a validation error names exactly what to fix.
+ */
+export const environmentSchema = z.object({
+  GANTRY_DATABASE_URL: postgresUrl.optional(),
+  GANTRY_MQTT_URL: mqttUrl.optional(),
+  GANTRY_MQTT_PORT: port.default(1883),
+  GANTRY_MQTT_USERNAME: z.string().optional(),
+  GANTRY_MQTT_PASSWORD: z.string().optional(),
+  GANTRY_HOST: z.string().min(1).default('0.0.0.0'),
+  GANTRY_PORT: port.default(8080),
+  GANTRY_PUBLIC_URL: z.url().optional(),
+  GANTRY_ADMIN_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  GANTRY_DATA_DIR: z.string().min(1).default('./.gantry'),
+  GANTRY_STORAGE_MODE: z.enum(['auto', 'timescaledb', 'postgres']).default('auto'),
+  GANTRY_EMBEDDED_PG_PORT: port.default(54329),
+  GANTRY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  GANTRY_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  GANTRY_DB_POOL_SIZE: positiveInt.default(10),
+
+  GANTRY_INGEST_BATCH_SIZE: positiveInt.default(2000),
+  GANTRY_INGEST_BATCH_MS: positiveInt.default(200),
+  GANTRY_INGEST_SHARED_GROUP: z.string().regex(/^[A-Za-z0-9_-]*$/).default('gantry-ingest'),
+  GANTRY_INGEST_CLIENT_ID: z.string().min(1).max(64).optional(),
+  GANTRY_INGEST_MAX_PAYLOAD_BYTES: positiveInt.default(65536),
+  GANTRY_INGEST_MAX_FUTURE_SECONDS: nonNegativeInt.default(300),
+  GANTRY_INGEST_MAX_IN_FLIGHT: positiveInt.default(20000),
+  GANTRY_INGEST_SESSION_EXPIRY_SECONDS: positiveInt.default(86400),
+
+  GANTRY_BRONZE_RETENTION_DAYS: positiveInt.default(14),
+  GANTRY_READING_RETENTION_DAYS: positiveInt.default(400),
+
+  GANTRY_WORKER_POLL_MS: positiveInt.default(500),
+  GANTRY_WORKER_DEVICE_BATCH: positiveInt.default(50),
+  GANTRY_GOLD_REFRESH_MS: positiveInt.default(5000),
+
+  GANTRY_WEBHOOK_MAX_ATTEMPTS: positiveInt.default(3),
+  GANTRY_WEBHOOK_BACKOFF_SECONDS: secondsList.default([15, 60]),
+  GANTRY_WEBHOOK_TIMEOUT_SECONDS: positiveInt.default(10),
+  GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
+  GANTRY_WEBHOOK_CONCURRENCY: positiveInt.default(16),
+
+  GANTRY_RATE_LIMIT_PER_SECOND: positiveNumber.default(20),
+  GANTRY_RATE_LIMIT_BURST: positiveInt.default(40),
+  GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: positiveInt.default(30),
+  GANTRY_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// URL').optional(),
+
+  GANTRY_MAX_JSON_BYTES: positiveInt.default(1024 * 1024),
+  GANTRY_MAX_UPLOAD_BYTES: positiveInt.default(25 * 1024 * 1024),
+  GANTRY_REQUEST_TIMEOUT_MS: positiveInt.default(30000),
+
+  GANTRY_RUN_MIGRATIONS: booleanFlag.default(true),
+  GANTRY_DEMO: booleanFlag.default(true),
+  GANTRY_DEMO_SIMULATOR: booleanFlag.default(true),
+});
+
+export type Environment = z.infer<typeof environmentSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface Config {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  storageMode: 'auto' | 'timescaledb' | 'postgres';
+  embeddedPostgresPort: number;
+  runMigrations: boolean;
+  dbPoolSize: number;
+  mqtt: {
+    url: string | undefined;
+    embeddedPort: number;
+    username: string | undefined;
+    password: string | undefined;
+  };
+  http: {
+    host: string;
+    port: number;
+    publicUrl: string | undefined;
+    adminToken: string | undefined;
+    maxJsonBytes: number;
+    maxUploadBytes: number;
+    requestTimeoutMs: number;
+  };
+  log: { level: Environment['GANTRY_LOG_LEVEL']; format: 'json' | 'pretty' };
+  ingest: {
+    batchSize: number;
+    batchMs: number;
+    sharedGroup: string;
+    clientId: string | undefined;
+    maxPayloadBytes: number;
+    maxFutureSeconds: number;
+    maxInFlight: number;
+    sessionExpirySeconds: number;
+  };
+  retention: { bronzeDays: number; readingDays: number };
+  worker: { pollMs: number; deviceBatch: number; goldRefreshMs: number };
+  webhooks: {
+    maxAttempts: number;
+    backoffSeconds: number[];
+    timeoutSeconds: number;
+    allowPrivateTargets: boolean;
+    concurrency: number;
+  };
+  rateLimit: { perSecond: number; burst: number; exportsPerMinute: number; redisUrl: string | undefined };
+  demo: { enabled: boolean; simulator: boolean };
+}
+
+/** Reads and validates the environment; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([key, value]) => key.startsWith('GANTRY_') && value !== undefined && value !== ''),
+  );
+  const parsed = environmentSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = issue.path.join('.');
+        const value = present[name];
+        const shown = value === undefined || /TOKEN|PASSWORD|URL/.test(name) ? '' : ` (got "${value}")`;
+        return `${name}: ${issue.message}${shown}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  return {
+    databaseUrl: e.GANTRY_DATABASE_URL,
+    dataDir: e.GANTRY_DATA_DIR,
+    storageMode: e.GANTRY_STORAGE_MODE,
+    embeddedPostgresPort: e.GANTRY_EMBEDDED_PG_PORT,
+    runMigrations: e.GANTRY_RUN_MIGRATIONS,
+    dbPoolSize: e.GANTRY_DB_POOL_SIZE,
+    mqtt: {
+      url: e.GANTRY_MQTT_URL,
+      embeddedPort: e.GANTRY_MQTT_PORT,
+      username: e.GANTRY_MQTT_USERNAME,
+      password: e.GANTRY_MQTT_PASSWORD,
+    },
+    http: {
+      host: e.GANTRY_HOST,
+      port: e.GANTRY_PORT,
+      publicUrl: e.GANTRY_PUBLIC_URL,
+      adminToken: e.GANTRY_ADMIN_TOKEN,
+      maxJsonBytes: e.GANTRY_MAX_JSON_BYTES,
+      maxUploadBytes: e.GANTRY_MAX_UPLOAD_BYTES,
+      requestTimeoutMs: e.GANTRY_REQUEST_TIMEOUT_MS,
+    },
+    log: {
+      level: e.GANTRY_LOG_LEVEL,
+      format: e.GANTRY_LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
+    },
+    ingest: {
+      batchSize: e.GANTRY_INGEST_BATCH_SIZE,
+      batchMs: e.GANTRY_INGEST_BATCH_MS,
+      sharedGroup: e.GANTRY_INGEST_SHARED_GROUP,
+      clientId: e.GANTRY_INGEST_CLIENT_ID,
+      maxPayloadBytes: e.GANTRY_INGEST_MAX_PAYLOAD_BYTES,
+      maxFutureSeconds: e.GANTRY_INGEST_MAX_FUTURE_SECONDS,
+      maxInFlight: e.GANTRY_INGEST_MAX_IN_FLIGHT,
+      sessionExpirySeconds: e.GANTRY_INGEST_SESSION_EXPIRY_SECONDS,
+    },
+    retention: { bronzeDays: e.GANTRY_BRONZE_RETENTION_DAYS, readingDays: e.GANTRY_READING_RETENTION_DAYS },
+    worker: {
+      pollMs: e.GANTRY_WORKER_POLL_MS,
+      deviceBatch: e.GANTRY_WORKER_DEVICE_BATCH,
+      goldRefreshMs: e.GANTRY_GOLD_REFRESH_MS,
+    },
+    webhooks: {
+      maxAttempts: e.GANTRY_WEBHOOK_MAX_ATTEMPTS,
+      backoffSeconds: e.GANTRY_WEBHOOK_BACKOFF_SECONDS,
+      timeoutSeconds: e.GANTRY_WEBHOOK_TIMEOUT_SECONDS,
+      allowPrivateTargets: e.GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      concurrency: e.GANTRY_WEBHOOK_CONCURRENCY,
+    },
+    rateLimit: {
+      perSecond: e.GANTRY_RATE_LIMIT_PER_SECOND,
+      burst: e.GANTRY_RATE_LIMIT_BURST,
+      exportsPerMinute: e.GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE,
+      redisUrl: e.GANTRY_REDIS_URL,
+    },
+    demo: { enabled: e.GANTRY_DEMO, simulator: e.GANTRY_DEMO_SIMULATOR },
+  };
+}
+
+/** The configuration with a database URL resolved (after an embedded server started, say). */
+export type ResolvedConfig = Config & { databaseUrl: string };

@@ -1,0 +1,2 @@
+export * from './geojson.ts';
+export * from './events.ts';

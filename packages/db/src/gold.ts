@@ -1,0 +1,177 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '@gantry/logger';
+import { dbDirectory } from './paths.ts';
+import type { Queryable } from './pool.ts';
+import type { StorageMode } from './storage-mode.ts';
+
+/**
+ * A gold relation: one SQL definition (db/gold/<name>.sql, with a `{{filter}}` slot in
+ * its WHERE clause) materialized as a continuous aggregate in TimescaleDB mode or as a
+ * table refreshed by the worker in PostgreSQL mode, and run directly for live answers.
+ */
+export interface GoldRelation {
+  name: string;
+  /** Columns that identify one row (the bucket is always one of them). */
+  key: string[];
+  /** The column of the definition's source that filters by subject (asset or device). */
+  subjectColumn: string;
+  /** The source's time column, for range filters. */
+  timeColumn: string;
+  bucketWidth: string;
+  /** The relation this one is rolled up from, if any (hierarchical aggregates). */
+  rollupOf?: string;
+  /** TimescaleDB refresh policy: how far back each run looks and how often it runs. */
+  policy: { startOffset: string; endOffset: string; scheduleInterval: string };
+}
+
+export const goldRelations: GoldRelation[] = [
+  {
+    name: 'utilization_hourly',
+    key: ['asset_id', 'bucket'],
+    subjectColumn: 's.asset_id',
+    timeColumn: 's.start_ts',
+    bucketWidth: '1 hour',
+    policy: { startOffset: '3 days', endOffset: '1 hour', scheduleInterval: '1 minute' },
+  },
+  {
+    name: 'utilization_daily',
+    key: ['asset_id', 'bucket'],
+    subjectColumn: 'h.asset_id',
+    timeColumn: 'h.bucket',
+    bucketWidth: '1 day',
+    rollupOf: 'utilization_hourly',
+    policy: { startOffset: '7 days', endOffset: '1 day', scheduleInterval: '5 minutes' },
+  },
+  {
+    name: 'positions_1min',
+    key: ['asset_id', 'bucket'],
+    subjectColumn: 'r.asset_id',
+    timeColumn: 'r.ts',
+    bucketWidth: '1 minute',
+    policy: { startOffset: '3 days', endOffset: '1 minute', scheduleInterval: '1 minute' },
+  },
+  {
+    name: 'positions_15min',
+    key: ['asset_id', 'bucket'],
+    subjectColumn: 'p.asset_id',
+    timeColumn: 'p.bucket',
+    bucketWidth: '15 minutes',
+    rollupOf: 'positions_1min',
+    policy: { startOffset: '3 days', endOffset: '15 minutes', scheduleInterval: '5 minutes' },
+  },
+  {
+    name: 'message_counts_hourly',
+    key: ['device_id', 'message_type', 'bucket'],
+    subjectColumn: 'm.device_id',
+    timeColumn: 'm.received_at',
+    bucketWidth: '1 hour',
+    policy: { startOffset: '3 days', endOffset: '1 hour', scheduleInterval: '1 minute' },
+  },
+  {
+    name: 'reading_counts_hourly',
+    key: ['device_id', 'type', 'bucket'],
+    subjectColumn: 'r.device_id',
+    timeColumn: 'r.ts',
+    bucketWidth: '1 hour',
+    policy: { startOffset: '3 days', endOffset: '1 hour', scheduleInterval: '1 minute' },
+  },
+];
+
+const definitionCache = new Map<string, string>();
+
+/** The relation's SQL definition with `filter` placed in its WHERE clause. */
+export function goldDefinition(name: string, filter = 'TRUE'): string {
+  let template = definitionCache.get(name);
+  if (template === undefined) {
+    template = readFileSync(path.join(dbDirectory, 'gold', `${name}.sql`), 'utf8')
+      .split('\n')
+      .filter((line) => !line.trimStart().startsWith('--'))
+      .join('\n')
+      .trim();
+    definitionCache.set(name, template);
+  }
+  return template.replace('{{filter}}', `(${filter})`);
+}
+
+export function goldRelation(name: string): GoldRelation {
+  const relation = goldRelations.find((candidate) => candidate.name === name);
+  if (!relation) throw new Error(`unknown gold relation ${name}`);
+  return relation;
+}
+
+function definitionHash(relation: GoldRelation, mode: StorageMode): string {
+  return createHash('sha256')
+    .update(mode)
+    .update(JSON.stringify(relation))
+    .update(goldDefinition(relation.name))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/**
+ * Creates each gold relation, or recreates it when its definition changed since it was
+ * made. PostgreSQL mode gets a table shaped by the definition itself and marks it for a
+ * full rebuild by the worker; TimescaleDB mode gets a continuous aggregate and policy.
+ */
+export async function installGoldRelations(client: Queryable, mode: StorageMode, logger?: Logger): Promise<void> {
+  const { rows } = await client.query<{ key: string; value: string }>(
+    `SELECT key, value #>> '{}' AS value FROM gantry_meta WHERE key LIKE 'gold:%'`,
+  );
+  const installed = new Map(rows.map((row) => [row.key.slice('gold:'.length), row.value]));
+  let rebuildFrom = -1;
+  goldRelations.forEach((relation, index) => {
+    if (installed.get(relation.name) !== definitionHash(relation, mode) && rebuildFrom === -1) rebuildFrom = index;
+  });
+  if (rebuildFrom === -1) return;
+
+  // A changed relation invalidates everything rolled up from it, so drop from there on.
+  const toRebuild = goldRelations.slice(rebuildFrom);
+  for (const relation of [...toRebuild].reverse()) {
+    await client.query(
+      mode === 'timescaledb'
+        ? `DROP MATERIALIZED VIEW IF EXISTS ${relation.name} CASCADE`
+        : `DROP TABLE IF EXISTS ${relation.name} CASCADE`,
+    );
+  }
+  for (const relation of toRebuild) {
+    logger?.info({ relation: relation.name, mode }, 'creating gold relation');
+    if (mode === 'timescaledb') await createContinuousAggregate(client, relation);
+    else await createGoldTable(client, relation);
+    await client.query(
+      `INSERT INTO gantry_meta (key, value, updated_at) VALUES ($1, to_jsonb($2::text), now())
+       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+      [`gold:${relation.name}`, definitionHash(relation, mode)],
+    );
+    // 'rebuild' asks the PostgreSQL-mode refresher to materialize everything already in
+    // the source; TimescaleDB's refresh policy does the same on its own.
+    await client.query(
+      `INSERT INTO gold_coverage (relation, status) VALUES ($1, $2)
+       ON CONFLICT (relation) DO UPDATE
+         SET status = EXCLUDED.status, coverage_from = NULL, coverage_to = NULL, updated_at = NULL`,
+      [relation.name, mode === 'postgres' ? 'rebuild' : 'pending'],
+    );
+  }
+}
+
+async function createGoldTable(client: Queryable, relation: GoldRelation): Promise<void> {
+  await client.query(`CREATE TABLE ${relation.name} AS ${goldDefinition(relation.name, 'FALSE')} WITH NO DATA`);
+  await client.query(`ALTER TABLE ${relation.name} ADD PRIMARY KEY (${relation.key.join(', ')})`);
+  await client.query(`CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket)`);
+}
+
+async function createContinuousAggregate(client: Queryable, relation: GoldRelation): Promise<void> {
+  await client.query(
+    `CREATE MATERIALIZED VIEW ${relation.name}
+       WITH (timescaledb.continuous, timescaledb.materialized_only = true) AS
+       ${goldDefinition(relation.name)}
+     WITH NO DATA`,
+  );
+  await client.query(`CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket)`);
+  await client.query(
+    `SELECT add_continuous_aggregate_policy($1::regclass,
+       start_offset => $2::interval, end_offset => $3::interval, schedule_interval => $4::interval)`,
+    [relation.name, relation.policy.startOffset, relation.policy.endOffset, relation.policy.scheduleInterval],
+  );
+}

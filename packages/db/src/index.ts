@@ -1,0 +1,15 @@
+export { createPool, withTransaction, isConnectionError, type Pool, type PoolClient, type Queryable } from './pool.ts';
+export { migrateDatabase, type MigrateOptions, type MigrateResult } from './migrate.ts';
+export {
+  checkTimescaleAvailability,
+  recordedStorageMode,
+  resolveStorageMode,
+  StorageModeError,
+  type StorageMode,
+  type RequestedStorageMode,
+} from './storage-mode.ts';
+export { goldRelations, goldRelation, goldDefinition, installGoldRelations, type GoldRelation } from './gold.ts';
+export { startEmbeddedPostgres, isPortInUse, type EmbeddedPostgresHandle } from './embedded-postgres.ts';
+export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
+export { dbDirectory } from './paths.ts';
+export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';

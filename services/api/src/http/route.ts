@@ -1,0 +1,173 @@
+import type { Context, Middleware } from 'koa';
+import Router from '@koa/router';
+import { z } from 'zod';
+import { ValidationError } from '../errors.ts';
+import type { AuthContext } from './auth.ts';
+
+export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
+
+/** Where a route lives: the external API, the admin API, or the server root. */
+export type RouteBase = 'external' | 'admin' | 'root';
+
+export const basePaths: Record<RouteBase, string> = {
+  external: '/api/external/v1',
+  admin: '/api/admin/v1',
+  root: '',
+};
+
+export interface ResponseSpec {
+  description: string;
+  /** JSON body schema; omit for non-JSON bodies (files, HTML) or empty bodies. */
+  schema?: z.ZodType;
+  /** Content type of a non-JSON body (text/csv, text/html, …). */
+  contentType?: string;
+  headers?: Record<string, { description: string; schema: { type: 'string' | 'integer' | 'boolean' } }>;
+}
+
+export interface RouteInput<Q, P, B> {
+  query: Q;
+  params: P;
+  body: B;
+  auth: AuthContext;
+}
+
+export interface RouteSpec<
+  Q extends z.ZodType = z.ZodType,
+  P extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
+  method: HttpMethod;
+  base: RouteBase;
+  /** Koa-style path relative to the base: `/telemetry/assets/:assetId/state`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  /** apiKey: X-API-Key required; admin: bearer admin token; public: no credentials. */
+  auth: 'apiKey' | 'admin' | 'public';
+  /** Customer-scoped keys get 403 on this route (webhook subscriptions, say). */
+  tenantKeyOnly?: boolean;
+  deprecated?: boolean;
+  /** Keeps the route out of the OpenAPI document (health probes, metrics). */
+  hidden?: boolean;
+  /** Routes with a rate budget of their own (exports). */
+  rateLimit?: 'default' | 'export';
+  request?: {
+    query?: Q;
+    params?: P;
+    body?: B;
+    /** multipart/form-data: the handler reads the parsed upload itself. */
+    multipart?: { description: string; fileField: string };
+    headers?: z.ZodObject;
+  };
+  responses: Record<number, ResponseSpec>;
+  handler: (ctx: Context, input: RouteInput<z.output<Q>, z.output<P>, z.output<B>>) => Promise<void>;
+}
+
+/** Identity function that keeps the handler's input types tied to the schemas. */
+export function defineRoute<Q extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodUndefined, B extends z.ZodType = z.ZodUndefined>(
+  spec: RouteSpec<Q, P, B>,
+): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+/** "limit: Too big" style messages that name the parameter or field at fault. */
+export function describeIssues(location: string, error: z.ZodError): string {
+  const parts = error.issues.slice(0, 3).map((issue) => {
+    const name = issue.path.length > 0 ? issue.path.join('.') : null;
+    return name === null ? `${location}: ${issue.message}` : `${location} ${name}: ${issue.message}`;
+  });
+  return `invalid ${parts.join('; ')}`;
+}
+
+function parseInput<S extends z.ZodType | undefined>(schema: S, value: unknown, location: string, code: string) {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ValidationError(describeIssues(location, result.error), code);
+  return result.data;
+}
+
+/** The first value of each query parameter (a repeated parameter counts once). */
+function flattenQuery(query: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) flat[name] = first;
+  }
+  return flat;
+}
+
+export interface MountOptions {
+  /** Checks every JSON response against its declared schema (tests turn this on). */
+  validateResponses: boolean;
+  authenticate: (ctx: Context, route: RouteSpec) => Promise<AuthContext>;
+  /** Middleware run before the handler of each route (rate limits, say). */
+  before?: (route: RouteSpec) => Middleware[];
+}
+
+/** Wraps a route spec into a Koa middleware: auth, validation, handler, response check. */
+export function routeMiddleware(route: RouteSpec, options: MountOptions): Middleware {
+  return async (ctx) => {
+    const auth = ctx.state.auth as AuthContext;
+    const params = parseInput(route.request?.params, ctx.params, 'path parameter', 'invalid_parameter');
+    const query = parseInput(route.request?.query, flattenQuery(ctx.query), 'query parameter', 'invalid_parameter');
+    const rawBody = (ctx.request as { body?: unknown }).body;
+    const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+    if (route.request?.body && hasBody && !ctx.request.is('json')) {
+      throw new ValidationError('the request body must be JSON (Content-Type: application/json)', 'invalid_content_type');
+    }
+    const body = parseInput(route.request?.body, rawBody ?? {}, 'body field', 'invalid_body');
+    await route.handler(ctx, { query, params, body, auth });
+    if (options.validateResponses) checkResponse(route, ctx);
+  };
+}
+
+function checkResponse(route: RouteSpec, ctx: Context): void {
+  const spec = route.responses[ctx.status];
+  if (!spec) {
+    throw new Error(`${route.operationId} answered ${ctx.status}, which it does not declare`);
+  }
+  if (!spec.schema) return;
+  const result = spec.schema.safeParse(ctx.body);
+  if (!result.success) {
+    throw new Error(
+      `${route.operationId} ${ctx.status} response does not match its schema: ${JSON.stringify(result.error.issues.slice(0, 5))}`,
+    );
+  }
+}
+
+/** Collects every route of the app; mounts them and feeds the OpenAPI document. */
+export class RouteRegistry {
+  readonly routes: RouteSpec[] = [];
+
+  add(...routes: RouteSpec[]): this {
+    for (const route of routes) {
+      const duplicate = this.routes.find(
+        (other) => other.operationId === route.operationId || (other.method === route.method && other.base === route.base && other.path === route.path),
+      );
+      if (duplicate) throw new Error(`route ${route.method} ${route.path} (${route.operationId}) registered twice`);
+      this.routes.push(route);
+    }
+    return this;
+  }
+
+  router(options: MountOptions): Router {
+    const router = new Router();
+    for (const route of this.routes) {
+      const fullPath = `${basePaths[route.base]}${route.path}` || '/';
+      router[route.method](
+        route.operationId,
+        fullPath,
+        async (ctx, next) => {
+          ctx.state.route = route;
+          ctx.state.auth = await options.authenticate(ctx, route);
+          await next();
+        },
+        ...(options.before?.(route) ?? []),
+        routeMiddleware(route, options),
+      );
+    }
+    return router;
+  }
+}

@@ -1,0 +1,94 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { checkTimescaleAvailability, dbDirectory, migrateDatabase, type StorageMode } from '@gantry/db';
+import { startTestBroker, type TestBroker } from './broker.ts';
+import { serverUrl, withDatabase } from './database-url.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Migrated template database per storage mode available on this server. */
+    templates: Partial<Record<StorageMode, string>>;
+    /** URL of the Mosquitto the tests share (the project's config, a port of its own). */
+    mqttUrl: string;
+  }
+}
+
+/** A hash of everything that shapes the schema, so templates are rebuilt when it changes. */
+function schemaFingerprint(): string {
+  const hash = createHash('sha256');
+  for (const folder of ['migrations', 'postgres', 'timescaledb', 'gold']) {
+    const dir = path.join(dbDirectory, folder);
+    for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(path.join(dir, file)));
+  }
+  hash.update(readFileSync(new URL('../../packages/db/src/gold.ts', import.meta.url)));
+  return hash.digest('hex').slice(0, 10);
+}
+
+async function ensureTemplate(admin: pg.Client, mode: StorageMode, fingerprint: string): Promise<string> {
+  const name = `gantry_tpl_${mode}_${fingerprint}_test`;
+  // Serialise template creation across concurrent test runs on the same server.
+  await admin.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (exists.rowCount === 0) {
+      const building = `${name.slice(0, -5)}_building_test`;
+      await admin.query(`DROP DATABASE IF EXISTS ${building}`);
+      await admin.query(`CREATE DATABASE ${building}`);
+      await migrateDatabase(withDatabase(serverUrl(), building), {
+        storageMode: mode,
+        retention: { bronzeDays: 14, readingDays: 400 },
+      });
+      if (mode === 'timescaledb') {
+        // Templates must not carry scheduled jobs that fire inside every clone at once.
+        const client = new pg.Client({ connectionString: withDatabase(serverUrl(), building) });
+        await client.connect();
+        await client.query(`SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`);
+        await client.end();
+      }
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+      await admin.query(`ALTER DATABASE ${name} WITH IS_TEMPLATE true`);
+    }
+    // Drop templates of older schemas.
+    const stale = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname LIKE $1 AND datname <> $2`,
+      [`gantry_tpl_${mode}_%_test`, name],
+    );
+    for (const row of stale.rows) {
+      await admin.query(`ALTER DATABASE ${row.datname} WITH IS_TEMPLATE false`).catch(() => undefined);
+      await admin.query(`DROP DATABASE IF EXISTS ${row.datname}`).catch(() => undefined);
+    }
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
+  }
+  return name;
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const admin = new pg.Client({ connectionString: serverUrl() });
+  await admin.connect();
+  const fingerprint = schemaFingerprint();
+  const templates: Partial<Record<StorageMode, string>> = {
+    postgres: await ensureTemplate(admin, 'postgres', fingerprint),
+  };
+  if (process.env.GANTRY_TEST_TIMESCALEDB !== 'off') {
+    const availability = await checkTimescaleAvailability(admin);
+    if (availability.available) templates.timescaledb = await ensureTemplate(admin, 'timescaledb', fingerprint);
+    else console.info(`[gantry tests] TimescaleDB mode skipped: ${availability.reason}`);
+  }
+  await admin.end();
+
+  let broker: TestBroker | null = null;
+  let mqttUrl = process.env.GANTRY_TEST_MQTT_URL;
+  if (!mqttUrl) {
+    broker = await startTestBroker();
+    mqttUrl = broker.url;
+  }
+  project.provide('templates', templates);
+  project.provide('mqttUrl', mqttUrl);
+  return async () => {
+    await broker?.stop();
+  };
+}
