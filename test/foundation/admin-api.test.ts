@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
+import { json, startTestApi, type TestApi } from '../support/api.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -15,7 +15,7 @@ afterAll(async () => {
 });
 
 async function created(response: Response): Promise<Record<string, any>> {
-  const body = (await response.json()) as Record<string, any>;
+  const body = (await json(response)) as Record<string, any>;
   expect(response.status, JSON.stringify(body)).toBe(201);
   return body;
 }
@@ -29,10 +29,10 @@ describe('admin API', () => {
   it('refuses every call without the admin token, and with a wrong one', async () => {
     const missing = await fetch(`${api.url}/api/admin/v1/tenants`, { method: 'POST', body: '{}' });
     expect(missing.status).toBe(401);
-    expect(await missing.json()).toMatchObject({ code: 'missing_admin_token' });
+    expect(await json(missing)).toMatchObject({ code: 'missing_admin_token' });
     const wrong = await fetch(`${api.url}/api/admin/v1/tenants`, { headers: { Authorization: 'Bearer nope' } });
     expect(wrong.status).toBe(401);
-    expect((await wrong.json()).error).toBe('invalid admin token');
+    expect((await json(wrong)).error).toBe('invalid admin token');
   });
 
   it('provisions a whole tenant: keys, asset types, assets, templates, inspections, reports, devices, operators, geofences', async () => {
@@ -102,7 +102,7 @@ describe('admin API', () => {
     expect(device).toMatchObject({ deviceId: 'trk-001', assetId: byName.id, enabled: true });
     const patched = await api.admin(`${base}/devices/${device.id}`, { method: 'PATCH', json: { enabled: false, assetId: byId.id } });
     expect(patched.status).toBe(200);
-    expect(await patched.json()).toMatchObject({ enabled: false, assetId: byId.id, displayName: 'Tracker 1' });
+    expect(await json(patched)).toMatchObject({ enabled: false, assetId: byId.id, displayName: 'Tracker 1' });
 
     const operator = await created(
       await api.admin(`${base}/operators`, { method: 'POST', json: { identifier: 'RFID-42', operatorName: 'Ana' } }),
@@ -114,20 +114,20 @@ describe('admin API', () => {
     );
     expect(geofence).toMatchObject({ name: 'Quay', type: 'forbidden', enabled: true, geometry: square });
     const renamed = await api.admin(`${base}/geofences/${geofence.id}`, { method: 'PATCH', json: { name: 'Quay 2', enabled: false } });
-    expect(await renamed.json()).toMatchObject({ name: 'Quay 2', enabled: false, type: 'forbidden' });
+    expect(await json(renamed)).toMatchObject({ name: 'Quay 2', enabled: false, type: 'forbidden' });
     const deleted = await api.admin(`${base}/geofences/${geofence.id}`, { method: 'DELETE' });
-    expect(await deleted.json()).toEqual({ id: geofence.id, deleted: true });
+    expect(await json(deleted)).toEqual({ id: geofence.id, deleted: true });
     expect((await api.admin(`${base}/geofences/${geofence.id}`, { method: 'DELETE' })).status).toBe(404);
 
     // The keys work against the external API with their scope.
     const me = await api.external('/me', customerKey.key);
-    expect(await me.json()).toEqual({
+    expect(await json(me)).toEqual({
       tenant: { id: tenant.id, name: 'Port of Test' },
       apiKey: { name: 'acme portal', customerName: 'Acme', customerScoped: true },
       version: 'v1',
     });
     const disabled = await api.admin(`${base}/api-keys/${customerKey.id}`, { method: 'DELETE' });
-    expect(await disabled.json()).toMatchObject({ enabled: false });
+    expect(await json(disabled)).toMatchObject({ enabled: false });
     expect((await api.external('/me', customerKey.key)).status).toBe(401);
     expect((await api.external('/me', tenantKey.key)).status).toBe(200);
   });
@@ -136,10 +136,10 @@ describe('admin API', () => {
     ['/tenants', {}, 'name'],
     ['/tenants', { name: '' }, 'name'],
     ['/tenants', { name: 'x', extra: true }, 'extra'],
-  ])('POST %s with %j answers 400 naming %s', async (path, json, field) => {
-    const response = await api.admin(path, { method: 'POST', json });
+  ])('POST %s with %j answers 400 naming %s', async (path, payload, field) => {
+    const response = await api.admin(path, { method: 'POST', json: payload });
     expect(response.status).toBe(400);
-    expect((await response.json()).error).toContain(field);
+    expect((await json(response)).error).toContain(field);
   });
 
   it('answers 400 for bad bodies of every resource and 404 for an unknown tenant', async () => {
@@ -160,10 +160,10 @@ describe('admin API', () => {
       ['geofences', { name: 'G', type: 'nope', geometry: square }, 'type'],
       ['geofences', { name: 'G', type: 'allowed', geometry: { type: 'Point', coordinates: [1, 2] } }, 'geometry'],
     ];
-    for (const [path, json, field] of cases) {
-      const response = await api.admin(`${base}/${path}`, { method: 'POST', json });
-      const body = await response.json();
-      expect(response.status, `${path} ${JSON.stringify(json)} → ${JSON.stringify(body)}`).toBe(400);
+    for (const [path, payload, field] of cases) {
+      const response = await api.admin(`${base}/${path}`, { method: 'POST', json: payload });
+      const body = await json(response);
+      expect(response.status, `${path} ${JSON.stringify(payload)} → ${JSON.stringify(body)}`).toBe(400);
       expect(body.error).toContain(field);
     }
     const notJson = await api.admin(`${base}/assets`, { method: 'POST', body: '{"name":', headers: { 'Content-Type': 'application/json' } });

@@ -59,3 +59,9 @@ export async function startTestApi(pool: Pool, databaseUrl: string, env: Record<
     },
   };
 }
+
+/** The JSON body of a response, loosely typed for assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function json(response: Response): Promise<any> {
+  return response.json();
+}

@@ -13,3 +13,4 @@ export { startEmbeddedPostgres, isPortInUse, type EmbeddedPostgresHandle } from 
 export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
 export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';
+export { openDatabase, onShutdown, type OpenDatabase } from './bootstrap.ts';

@@ -3,12 +3,20 @@ import type { RouteSpec } from '../http/route.ts';
 import { healthRoutes } from './health/routes.ts';
 import { meRoutes } from './me/routes.ts';
 import { provisioningRoutes } from './provisioning/routes.ts';
+import { reportingRoutes } from './reporting/routes.ts';
+import { serviceRequestRoutes } from './service-requests/routes.ts';
+import { telemetryRoutes } from './telemetry/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
-/** Every route of the API, feature by feature. */
+/** Every route of the API, feature by feature; each feature owns its folder. */
 export function featureRoutes(deps: AppDeps): RouteSpec[] {
   return [
     ...healthRoutes(deps.readiness),
     ...meRoutes(),
     ...provisioningRoutes({ pool: deps.pool, outbox: deps.outbox }),
+    ...reportingRoutes(deps),
+    ...telemetryRoutes(deps),
+    ...serviceRequestRoutes(deps),
+    ...webhookRoutes(deps),
   ];
 }

@@ -1,0 +1,38 @@
+import type { Config } from '@gantry/config';
+import type { Pool, StorageMode } from '@gantry/db';
+import type { WorkerLoop } from '../../loop.ts';
+
+/**
+ * Deletes what has outlived its purpose: expired Idempotency-Key records, and in
+ * PostgreSQL mode bronze rows past their retention (TimescaleDB drops whole chunks
+ * with its own retention policy). Deletes in slices to keep transactions short.
+ */
+export function housekeepingLoop(deps: { pool: Pool; config: Config; storageMode: StorageMode }): WorkerLoop {
+  return {
+    name: 'housekeeping',
+    idleMs: 60_000,
+    async runOnce() {
+      const expired = await deps.pool.query(
+        `/* worker:expireIdempotencyKeys */
+         DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 5000)`,
+      );
+      let pruned = 0;
+      if (deps.storageMode === 'postgres') {
+        const bronze = await deps.pool.query(
+          `/* worker:pruneBronze */
+           DELETE FROM device_messages WHERE ctid IN (
+             SELECT ctid FROM device_messages WHERE received_at < now() - make_interval(days => $1) LIMIT 5000)`,
+          [deps.config.retention.bronzeDays],
+        );
+        const silver = await deps.pool.query(
+          `/* worker:pruneSilver */
+           DELETE FROM telemetry_readings WHERE ctid IN (
+             SELECT ctid FROM telemetry_readings WHERE ts < now() - make_interval(days => $1) LIMIT 5000)`,
+          [deps.config.retention.readingDays],
+        );
+        pruned = (bronze.rowCount ?? 0) + (silver.rowCount ?? 0);
+      }
+      return (expired.rowCount ?? 0) + pruned;
+    },
+  };
+}
