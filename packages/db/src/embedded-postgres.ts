@@ -100,7 +100,9 @@ export async function startEmbeddedPostgres(options: {
   }
   await server.start();
 
-  const admin = new pg.Client({ connectionString: url.replace(`/${DATABASE}`, '/postgres') });
+  const adminUrl = new URL(url);
+  adminUrl.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: adminUrl.toString() });
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);

@@ -26,7 +26,9 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection (database restart) must not crash the process.
-  pool.on('error', (error) => options.logger?.warn({ err: error }, 'idle database connection failed'));
+  pool.on('error', (error) =>
+    options.logger?.warn({ error: error.message, code: (error as { code?: string }).code }, 'idle database connection failed'),
+  );
   return pool;
 }
 

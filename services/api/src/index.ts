@@ -1,4 +1,5 @@
 export { createApp, type AppDeps, type App } from './app.ts';
 export { startApiServer, type ApiServer } from './server.ts';
 export * as provisioning from './features/provisioning/service.ts';
-export { provisionDemo, type DemoResult } from './features/provisioning/demo.ts';
+export { provisionDemo, DEMO_TENANT_NAME, DEMO_CUSTOMER_NAME, type DemoResult } from './features/provisioning/demo.ts';
+export * as provisioningSchemas from './features/provisioning/schemas.ts';

@@ -13,7 +13,8 @@ export interface DemoResult {
 }
 
 export const DEMO_TENANT_NAME = 'Gantry Demo Terminal';
-const CUSTOMERS = ['Northbay Container Terminal', 'Harbour Logistics'] as const;
+export const DEMO_CUSTOMER_NAME = 'Northbay Container Terminal';
+const CUSTOMERS = [DEMO_CUSTOMER_NAME, 'Harbour Logistics'] as const;
 const YARD = { latitude: 51.9542, longitude: 4.0529 };
 const DAY_MS = 86_400_000;
 

@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Config } from '@gantry/config';
+import { createOutbox, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
+import { startApiServer } from '@gantry/api';
+import { startWorker } from '@gantry/worker';
+import type { Command } from '../command.ts';
+import { startEmbeddedBroker } from '../embedded-broker.ts';
+import { ensureDemo, type DemoKeys } from './demo.ts';
+
+/** The admin token: configured, or generated once and kept in the data directory. */
+async function adminToken(config: Config): Promise<{ token: string; generated: boolean }> {
+  if (config.http.adminToken) return { token: config.http.adminToken, generated: false };
+  const file = path.join(path.resolve(config.dataDir), 'admin-token');
+  if (existsSync(file)) return { token: (await readFile(file, 'utf8')).trim(), generated: true };
+  const token = randomBytes(24).toString('base64url');
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return { token, generated: true };
+}
+
+export const startCommand: Command = {
+  name: 'start',
+  summary: 'Run api + ingest + worker in one process (embedded PostgreSQL and MQTT broker when none is configured)',
+  usage: 'gantry start',
+  async run(_argv, { config: baseConfig, logger, print }) {
+    await mkdir(path.resolve(baseConfig.dataDir), { recursive: true });
+    const stops: Array<() => Promise<void>> = [];
+    const stopAll = async () => {
+      for (const stop of stops.reverse()) await stop().catch((error: unknown) => logger.warn({ err: error }, 'stop failed'));
+    };
+    onShutdown(logger, stopAll);
+
+    let databaseUrl = baseConfig.databaseUrl;
+    if (!databaseUrl) {
+      const embedded = await startEmbeddedPostgres({ dataDir: baseConfig.dataDir, port: baseConfig.embeddedPostgresPort, logger });
+      stops.push(() => embedded.stop());
+      databaseUrl = embedded.url;
+    }
+    let mqttUrl = baseConfig.mqtt.url;
+    if (!mqttUrl) {
+      const broker = await startEmbeddedBroker(baseConfig.mqtt.embeddedPort, logger);
+      stops.push(() => broker.stop());
+      mqttUrl = broker.url;
+    }
+    const token = await adminToken(baseConfig);
+    const config: Config = {
+      ...baseConfig,
+      databaseUrl,
+      mqtt: { ...baseConfig.mqtt, url: mqttUrl },
+      http: { ...baseConfig.http, adminToken: token.token },
+    };
+
+    await migrateDatabase(databaseUrl, { storageMode: config.storageMode, retention: config.retention, logger });
+    const { pool, storageMode } = await openDatabase({ ...config, databaseUrl, runMigrations: false }, logger, 'gantry');
+    stops.push(() => pool.end());
+    const outbox = createOutbox({ maxAttempts: config.webhooks.maxAttempts });
+
+    let demo: DemoKeys | null = null;
+    const keysFile = path.join(path.resolve(config.dataDir), 'demo-keys.json');
+    const tenants = await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM tenants');
+    if (config.demo.enabled && tenants.rows[0]?.count === 0) {
+      demo = await ensureDemo(pool, config.webhooks.maxAttempts);
+      await writeFile(keysFile, JSON.stringify(demo, null, 2), { mode: 0o600 });
+    } else if (existsSync(keysFile)) {
+      demo = JSON.parse(await readFile(keysFile, 'utf8')) as DemoKeys;
+    }
+
+    const worker = startWorker({ config, pool, logger, outbox, storageMode });
+    stops.push(() => worker.stop());
+    const api = await startApiServer(
+      { config, pool, logger, outbox, readiness: { database: async () => void (await pool.query('SELECT 1')) } },
+      { host: config.http.host, port: config.http.port },
+    );
+    stops.push(() => api.close());
+
+    const base = config.http.publicUrl ?? `http://localhost:${api.port}`;
+    print('');
+    print(`Gantry is running (${storageMode} mode).`);
+    print(`  API:       ${base}/api/external/v1`);
+    print(`  Guide:     ${base}/api/external/v1/guide`);
+    print(`  Reference: ${base}/api/external/v1/docs`);
+    print(`  MQTT:      ${mqttUrl}   (devices publish to gantry/v1/devices/{deviceId}/{type})`);
+    print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
+    if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
+    if (demo) {
+      print(`  Demo tenant key:   ${demo.tenantKey}`);
+      print(`  Demo customer key: ${demo.customerKey}   (sees only "${demo.customerName}")`);
+      print(`  Try: curl -H 'X-API-Key: ${demo.tenantKey}' ${base}/api/external/v1/me`);
+    }
+    print('Press Ctrl-C to stop.');
+  },
+};
