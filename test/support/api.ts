@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from '@gantry/config';
 import { createOutbox, type Pool } from '@gantry/db';
-import { silentLogger } from '@gantry/logger';
+import { silentLogger, type Logger } from '@gantry/logger';
 import { startApiServer, type ApiServer } from '@gantry/api';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -26,13 +26,18 @@ export interface TestApi extends ApiServer {
 }
 
 /** The API in-process on a free port, checking every response against its schema. */
-export async function startTestApi(pool: Pool, databaseUrl: string, env: Record<string, string> = {}): Promise<TestApi> {
+export async function startTestApi(
+  pool: Pool,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  logger: Logger = silentLogger(),
+): Promise<TestApi> {
   const config = testConfig(databaseUrl, env);
   const server = await startApiServer(
     {
       config,
       pool,
-      logger: silentLogger(),
+      logger,
       outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }),
       readiness: { database: async () => void (await pool.query('SELECT 1')) },
       validateResponses: true,

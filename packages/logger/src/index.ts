@@ -6,6 +6,8 @@ export interface LoggerOptions {
   level: LevelWithSilent;
   format: 'json' | 'pretty';
   name?: string;
+  /** Where JSON lines go instead of stdout (tests capture logs this way). */
+  destination?: NodeJS.WritableStream;
 }
 
 /** Paths never written to logs, whatever a caller passes in. */
@@ -26,6 +28,12 @@ const redactPaths = [
 ];
 
 export function createLogger(options: LoggerOptions): Logger {
+  if (options.destination) {
+    return pino(
+      { name: options.name ?? 'gantry', level: options.level, redact: { paths: redactPaths, censor: '[redacted]' } },
+      options.destination,
+    );
+  }
   return pino({
     name: options.name ?? 'gantry',
     level: options.level,
