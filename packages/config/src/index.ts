@@ -62,6 +62,7 @@ export const environmentSchema = z.object({
   GANTRY_WEBHOOK_TIMEOUT_SECONDS: positiveInt.default(10),
   GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
   GANTRY_WEBHOOK_CONCURRENCY: positiveInt.default(16),
+  GANTRY_WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: positiveInt.default(4),
 
   GANTRY_RATE_LIMIT_PER_SECOND: positiveNumber.default(20),
   GANTRY_RATE_LIMIT_BURST: positiveInt.default(40),
@@ -127,6 +128,8 @@ export interface Config {
     timeoutSeconds: number;
     allowPrivateTargets: boolean;
     concurrency: number;
+    /** In-flight deliveries one subscription may hold, so a slow receiver cannot take every slot. */
+    concurrencyPerSubscription: number;
   };
   rateLimit: { perSecond: number; burst: number; exportsPerMinute: number; redisUrl: string | undefined };
   demo: { enabled: boolean; simulator: boolean };
@@ -197,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutSeconds: e.GANTRY_WEBHOOK_TIMEOUT_SECONDS,
       allowPrivateTargets: e.GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS,
       concurrency: e.GANTRY_WEBHOOK_CONCURRENCY,
+      concurrencyPerSubscription: e.GANTRY_WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION,
     },
     rateLimit: {
       perSecond: e.GANTRY_RATE_LIMIT_PER_SECOND,
