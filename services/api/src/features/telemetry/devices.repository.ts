@@ -1,0 +1,105 @@
+import type { Queryable } from '@gantry/db';
+import { iso } from '../../http/common-schemas.ts';
+import type { TelemetryDeviceBody } from './schemas.ts';
+import { adcStateSql, onlineStatusSql, workStateSql } from './status.ts';
+import {
+  assetScopeCondition,
+  likePattern,
+  listSql,
+  SqlParams,
+  type Column,
+  type ListStatement,
+  type Row,
+  type TelemetryScope,
+} from './sql.ts';
+
+export interface DeviceFilter {
+  assetId?: string | undefined;
+  q?: string | undefined;
+  status?: TelemetryDeviceBody['onlineStatus'] | undefined;
+  enabled?: boolean | undefined;
+}
+
+const deviceColumns: Column[] = [
+  { name: 'id', sql: 'd.id', type: 'text' },
+  { name: 'deviceId', sql: 'd.device_id', type: 'text' },
+  { name: 'displayName', sql: 'd.display_name', type: 'text' },
+  { name: 'notes', sql: 'd.notes', type: 'text' },
+  { name: 'assetId', sql: 'a.id', type: 'text' },
+  { name: 'assetName', sql: 'a.name', type: 'text' },
+  { name: 'assetIdentifier', sql: 'a.identifier', type: 'text' },
+  { name: 'assetDisplayCode', sql: 'a.display_code', type: 'text' },
+  { name: 'enabled', sql: 'd.enabled', type: 'bool' },
+  { name: 'onlineStatus', sql: onlineStatusSql, type: 'text' },
+  { name: 'adcState', sql: adcStateSql, type: 'text' },
+  { name: 'workState', sql: workStateSql, type: 'text' },
+  { name: 'containerAttached', sql: 's.adc_on', type: 'bool' },
+  { name: 'spreaderLocked', sql: 's.adc_on', type: 'bool' },
+  { name: 'hourmeterValue', sql: 's.hourmeter', type: 'int' },
+  { name: 'latitude', sql: 's.latitude', type: 'number' },
+  { name: 'longitude', sql: 's.longitude', type: 'number' },
+  { name: 'lastIdentifier', sql: "coalesce(s.identifier, '')", type: 'text' },
+  { name: 'lastMessageType', sql: "coalesce(s.last_message_type, '')", type: 'text' },
+  { name: 'firstSeenAt', sql: 's.first_seen_at', type: 'time' },
+  { name: 'lastMessageAt', sql: 's.last_message_at', type: 'time' },
+  { name: 'lastSeenAt', sql: 's.last_seen_at', type: 'time' },
+];
+
+/**
+ * Devices of the assets in scope. A device without an asset (its asset was deleted) has
+ * nothing to tell an integrator and is left out; the admin API still lists it.
+ */
+export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter): ListStatement {
+  const params = new SqlParams();
+  const conditions = [assetScopeCondition(params, scope)];
+  if (filter.assetId) conditions.push(`a.id = ${params.add(filter.assetId)}`);
+  if (filter.enabled !== undefined) conditions.push(`d.enabled = ${params.add(filter.enabled)}`);
+  if (filter.status) conditions.push(`(${onlineStatusSql}) = ${params.add(filter.status)}`);
+  if (filter.q) {
+    const pattern = params.add(likePattern(filter.q));
+    conditions.push(`(lower(d.device_id) LIKE ${pattern} OR lower(d.display_name) LIKE ${pattern} OR a.search_text LIKE ${pattern})`);
+  }
+  return {
+    tag: 'listTelemetryDevices',
+    columns: deviceColumns,
+    body: `FROM devices d
+JOIN assets a ON a.id = d.asset_id
+LEFT JOIN device_state s ON s.device_id = d.id
+WHERE ${conditions.join(' AND ')}`,
+    orderBy: 'd.device_id',
+    params,
+  };
+}
+
+export function toTelemetryDevice(row: Row): TelemetryDeviceBody {
+  return {
+    id: row.id as string,
+    deviceId: row.deviceId as string,
+    displayName: row.displayName as string,
+    notes: row.notes as string,
+    assetId: row.assetId as string,
+    assetName: row.assetName as string,
+    assetIdentifier: row.assetIdentifier as string,
+    assetDisplayCode: row.assetDisplayCode as string,
+    enabled: row.enabled as boolean,
+    onlineStatus: row.onlineStatus as TelemetryDeviceBody['onlineStatus'],
+    adcState: row.adcState as string,
+    workState: row.workState as string,
+    containerAttached: (row.containerAttached as boolean | null) ?? null,
+    spreaderLocked: (row.spreaderLocked as boolean | null) ?? null,
+    hourmeterValue: (row.hourmeterValue as number | null) ?? null,
+    latitude: (row.latitude as number | null) ?? null,
+    longitude: (row.longitude as number | null) ?? null,
+    lastIdentifier: row.lastIdentifier as string,
+    lastMessageType: row.lastMessageType as string,
+    firstSeenAt: iso(row.firstSeenAt as Date | null),
+    lastMessageAt: iso(row.lastMessageAt as Date | null),
+    lastSeenAt: iso(row.lastSeenAt as Date | null),
+  };
+}
+
+export async function listDevices(db: Queryable, scope: TelemetryScope, filter: DeviceFilter, limit: number, offset: number) {
+  const { text, values } = listSql(deviceListStatement(scope, filter), 'json', limit, offset);
+  const { rows } = await db.query(text, values);
+  return rows.map(toTelemetryDevice);
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import type { AppDeps } from '../../app.ts';
+import { requireApiKey } from '../../http/auth.ts';
+import { defineRoute, type RouteSpec } from '../../http/route.ts';
+import { readErrors, TELEMETRY_TAG } from './common.ts';
+import { listDevices } from './devices.repository.ts';
+import { assetIdFilter, booleanParam, onlineStatusParam, paging, searchParam } from './params.ts';
+import { TelemetryDeviceListResponse } from './schemas.ts';
+import { scopeOf } from './sql.ts';
+
+export const deviceFilterQuery = z.object({
+  assetId: assetIdFilter,
+  q: searchParam.meta({ description: 'Case-insensitive search over device id, display name, asset name, identifier and display code' }),
+  status: onlineStatusParam,
+  enabled: booleanParam.meta({ description: 'Only enabled (true) or disabled (false) devices' }),
+});
+
+export function deviceRoutes(deps: AppDeps): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'get',
+      base: 'external',
+      path: '/telemetry/devices',
+      operationId: 'listTelemetryDevices',
+      summary: 'Telemetry devices with their latest state and online status',
+      tags: [TELEMETRY_TAG],
+      auth: 'apiKey',
+      request: { query: deviceFilterQuery.extend(paging) },
+      responses: { 200: { description: 'One page of devices, ordered by device id', schema: TelemetryDeviceListResponse }, ...readErrors },
+      handler: async (ctx, { query, auth }) => {
+        const { limit, offset, ...filter } = query;
+        const items = await listDevices(deps.pool, scopeOf(requireApiKey(auth)), filter, limit, offset);
+        ctx.body = { items, paging: { limit, offset } };
+      },
+    }),
+  ];
+}

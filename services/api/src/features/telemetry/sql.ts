@@ -1,0 +1,168 @@
+import type { ApiKeyAuth } from '../../http/auth.ts';
+
+/** Collects positional parameters while a statement is assembled from optional filters. */
+export class SqlParams {
+  readonly values: unknown[] = [];
+
+  /** Adds a value and returns its placeholder ($n). */
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** Who is asking: the tenant and, for customer-scoped keys, the one customer they see. */
+export interface TelemetryScope {
+  tenantId: string;
+  customerName: string | null;
+}
+
+export function scopeOf(auth: ApiKeyAuth): TelemetryScope {
+  return { tenantId: auth.tenantId, customerName: auth.customerName };
+}
+
+/** The `scope` block of responses. */
+export function scopeBlock(scope: TelemetryScope) {
+  return { customerName: scope.customerName, customerScoped: scope.customerName !== null };
+}
+
+/**
+ * The condition every telemetry query puts on the asset alias `a`: the key's tenant and,
+ * for a customer key, exact equality of the asset's customer name (the spec's rule).
+ */
+export function assetScopeCondition(params: SqlParams, scope: TelemetryScope, alias = 'a'): string {
+  const tenant = `${alias}.tenant_id = ${params.add(scope.tenantId)}`;
+  if (scope.customerName === null) return tenant;
+  return `${tenant} AND ${alias}.customer_name = ${params.add(scope.customerName)}`;
+}
+
+/** Escapes LIKE wildcards so a search for "50%" finds that text. */
+export function likePattern(search: string): string {
+  return `%${search.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+}
+
+/** A column of a telemetry list: one definition serves the JSON page and the export. */
+export interface Column {
+  /** The field name; also the CSV/XLSX header. */
+  name: string;
+  /** SQL expression over the statement's aliases. */
+  sql: string;
+  type: 'text' | 'int' | 'number' | 'bool' | 'time';
+}
+
+/**
+ * The select list of a statement. `json` keeps native values (pg maps them); `file`
+ * renders each value as its CSV text: RFC 3339 UTC times and true/false booleans.
+ */
+export function selectList(columns: Column[], mode: 'json' | 'file'): string {
+  return columns
+    .map((column) => {
+      let expression = column.sql;
+      if (mode === 'file' && column.type === 'time') {
+        expression = `to_char((${column.sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+      } else if (mode === 'file' && column.type === 'bool') {
+        expression = `(${column.sql})::text`;
+      }
+      return `${expression} AS "${column.name}"`;
+    })
+    .join(',\n       ');
+}
+
+/** The AssetRef columns, flattened (alias `a` = assets, `t` = asset_types). */
+export const assetRefColumns: Column[] = [
+  { name: 'assetId', sql: 'a.id', type: 'text' },
+  { name: 'assetIdentifier', sql: 'a.identifier', type: 'text' },
+  { name: 'assetName', sql: 'a.name', type: 'text' },
+  { name: 'assetDisplayCode', sql: 'a.display_code', type: 'text' },
+  { name: 'assetType', sql: "coalesce(t.name, '')", type: 'text' },
+  { name: 'assetLocation', sql: 'a.location', type: 'text' },
+  { name: 'assetCustomerName', sql: 'a.customer_name', type: 'text' },
+];
+
+export type Row = Record<string, unknown>;
+
+/** AssetRef of the spec from the flattened columns above. */
+export function toAssetRef(row: Row) {
+  return {
+    id: row.assetId as string,
+    identifier: row.assetIdentifier as string,
+    name: row.assetName as string,
+    displayCode: row.assetDisplayCode as string,
+    assetType: row.assetType as string,
+    location: row.assetLocation as string,
+    customerName: row.assetCustomerName as string,
+  };
+}
+
+/** ContainerWorkSummary columns (flattened) over a row source with the given column names. */
+export function containerWorkColumns(source: {
+  cycles: string;
+  loadedSeconds: string;
+  emptySeconds: string;
+  loadedDistance: string;
+  emptyDistance: string;
+}): Column[] {
+  return [
+    { name: 'containerCycleCount', sql: `(${source.cycles})::bigint`, type: 'int' },
+    { name: 'loadedSeconds', sql: `round(${source.loadedSeconds})::bigint`, type: 'int' },
+    { name: 'emptySeconds', sql: `round(${source.emptySeconds})::bigint`, type: 'int' },
+    { name: 'loadedDistanceM', sql: `round((${source.loadedDistance})::numeric, 1)`, type: 'number' },
+    { name: 'emptyDistanceM', sql: `round((${source.emptyDistance})::numeric, 1)`, type: 'number' },
+    {
+      name: 'loadedPercent',
+      sql: `CASE WHEN (${source.loadedSeconds}) + (${source.emptySeconds}) > 0
+        THEN round(((${source.loadedSeconds}) * 100.0 / ((${source.loadedSeconds}) + (${source.emptySeconds})))::numeric, 2) ELSE 0 END`,
+      type: 'number',
+    },
+  ];
+}
+
+export function toContainerWork(row: Row) {
+  return {
+    containerCycleCount: row.containerCycleCount as number,
+    emptyDistanceM: row.emptyDistanceM as number,
+    emptySeconds: row.emptySeconds as number,
+    loadedDistanceM: row.loadedDistanceM as number,
+    loadedPercent: row.loadedPercent as number,
+    loadedSeconds: row.loadedSeconds as number,
+  };
+}
+
+/** A number rounded for display (percentages, metres); NaN and infinities become 0. */
+export function round(value: number, digits = 2): number {
+  if (!Number.isFinite(value)) return 0;
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+/** part / whole × 100, 0 when the whole is 0. */
+export function percent(part: number, whole: number): number {
+  return whole > 0 ? round((part / whole) * 100) : 0;
+}
+
+/**
+ * A list as one statement: the columns, FROM … WHERE …, and a total order (ties broken
+ * by a unique key) so pages and export chunks never skip or repeat a row.
+ */
+export interface ListStatement {
+  tag: string;
+  columns: Column[];
+  /** `FROM … WHERE …`, with placeholders from `params`. */
+  body: string;
+  orderBy: string;
+  params: SqlParams;
+}
+
+/** The statement with the given select mode, ordered, with LIMIT/OFFSET placeholders appended. */
+export function listSql(statement: ListStatement, mode: 'json' | 'file', limit: number, offset: number): { text: string; values: unknown[] } {
+  const values = [...statement.params.values, limit, offset];
+  const count = statement.params.values.length;
+  return {
+    text: `/* api:${statement.tag} */
+SELECT ${selectList(statement.columns, mode)}
+${statement.body}
+ORDER BY ${statement.orderBy}
+LIMIT $${count + 1} OFFSET $${count + 2}`,
+    values,
+  };
+}
