@@ -1,0 +1,404 @@
+/**
+ * Streaming CSV/XLSX exports for any feature (DESIGN §4, spec "Limits").
+ *
+ * A feature hands over one ordered SQL query with its parameters and the list of
+ * columns to export; this module answers one page of at most 50,000 rows, starting at
+ * the `offset` query parameter, with the spec's headers:
+ *
+ *   X-Export-Limit      maximum rows in this response (50000)
+ *   X-Export-Offset     offset used
+ *   X-Export-Truncated  true when more rows remain after this page
+ *   X-Next-Offset       offset of the next page (only when truncated)
+ *
+ * CSV goes through `COPY (…) TO STDOUT WITH (FORMAT csv, HEADER)` (pg-copy-streams),
+ * XLSX through exceljs' streaming WorkbookWriter fed from a pg cursor, 1,000 rows at a
+ * time, writing only when the socket has drained: memory stays flat for any size.
+ * The probe for "more rows?" and the rows themselves are read in one REPEATABLE READ
+ * transaction, so the headers and the body describe the same snapshot.
+ *
+ * Usage in a feature's routes.ts:
+ *
+ *   import { exportQueryParams, exportResponses, sendExport } from '../../http/export.ts';
+ *
+ *   defineRoute({
+ *     method: 'get', base: 'external', path: '/telemetry/utilization/export.csv',
+ *     operationId: 'exportUtilizationCsv', summary: '…', tags: ['Telemetry'], auth: 'apiKey',
+ *     rateLimit: 'export',
+ *     request: { query: rangeQuery.extend(exportQueryParams) },
+ *     responses: exportResponses('csv'),
+ *     handler: async (ctx, { query, auth }) => {
+ *       const range = resolveRange(query, rules);   // every 400 is thrown before a byte is sent
+ *       await sendExport(ctx, deps.pool, {
+ *         format: 'csv',
+ *         filename: 'utilization',
+ *         columns: [
+ *           { name: 'bucketStart', type: 'timestamp' },
+ *           { name: 'assetId' },
+ *           { name: 'distanceM', type: 'number' },
+ *         ],
+ *         query: {
+ *           text: `/* api:exportUtilization *\/
+ *                  SELECT u.bucket AS "bucketStart", u.asset_id AS "assetId", u.distance_m AS "distanceM"
+ *                    FROM utilization_hourly u
+ *                   WHERE u.tenant_id = $1::uuid AND u.bucket >= $2::timestamptz AND u.bucket < $3::timestamptz
+ *                   ORDER BY u.bucket, u.asset_id`,
+ *           values: [auth.tenantId, range.from, range.to],
+ *         },
+ *         offset: query.offset,
+ *       });
+ *     },
+ *   });
+ *
+ * Rules for `query.text`:
+ * - one SELECT (a WITH … SELECT is fine) whose ORDER BY is total (ends with a unique
+ *   key), so consecutive pages neither repeat nor miss a row; no LIMIT/OFFSET of its own;
+ * - its output columns are named exactly as `columns[].name` (quote camelCase aliases);
+ *   those names are the header row; other output columns are not exported;
+ * - parameters are `$1…$n`, each with an explicit cast (`$1::uuid`, `$2::timestamptz`,
+ *   `$3::text[]`): COPY cannot take bind parameters, so for the CSV path each value is
+ *   inlined as a quoted literal (pg's escapeLiteral; numbers checked finite and
+ *   parenthesised; strings with NUL refused with 400). Never build the text from input.
+ */
+import { once } from 'node:events';
+import { PassThrough, finished } from 'node:stream';
+import type { Context } from 'koa';
+import ExcelJS from 'exceljs';
+import pg from 'pg';
+import Cursor from 'pg-cursor';
+import { to as copyTo } from 'pg-copy-streams';
+import { z } from 'zod';
+import type { Pool, PoolClient } from '@gantry/db';
+import { ValidationError } from '../errors.ts';
+import { ErrorResponse } from './common-schemas.ts';
+import type { ResponseSpec } from './route.ts';
+
+/** Rows in one export response (spec "Limits"). */
+export const EXPORT_MAX_ROWS = 50_000;
+
+export type ExportFormat = 'csv' | 'xlsx';
+
+export const exportContentTypes: Record<ExportFormat, string> = {
+  csv: 'text/csv; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+};
+
+/** How a column is written: timestamps as RFC 3339 UTC text in CSV and date cells in XLSX. */
+export type ExportColumnType = 'text' | 'integer' | 'number' | 'boolean' | 'timestamp' | 'json';
+
+export interface ExportColumn {
+  /** Output column of the query, and the header of the file. */
+  name: string;
+  type?: ExportColumnType;
+  /** XLSX column width in characters. */
+  width?: number;
+}
+
+export interface ExportRequest {
+  format: ExportFormat;
+  /** File name without extension; characters other than letters, digits, . _ - become _. */
+  filename: string;
+  columns: ExportColumn[];
+  query: { text: string; values: unknown[] };
+  /** Zero-based offset of the first row (the `offset` query parameter). */
+  offset: number;
+  /** XLSX sheet name (default "Export"). */
+  sheetName?: string;
+}
+
+/** The `offset` query parameter of every export route; merge into the route's query schema. */
+export const exportQueryParams = {
+  offset: z.coerce
+    .number({ error: 'must be an integer ≥ 0' })
+    .int('must be an integer ≥ 0')
+    .min(0, 'must be an integer ≥ 0')
+    .max(1_000_000_000, 'is too large')
+    .default(0)
+    .meta({ description: 'Zero-based offset of the first row; use X-Next-Offset of the previous page', example: 0 }),
+};
+
+const exportHeaders: NonNullable<ResponseSpec['headers']> = {
+  'X-Export-Limit': { description: 'Maximum rows in this response (50000)', schema: { type: 'integer' } },
+  'X-Export-Offset': { description: 'Offset of the first row in this response', schema: { type: 'integer' } },
+  'X-Export-Truncated': { description: 'true when more rows remain after this response', schema: { type: 'boolean' } },
+  'X-Next-Offset': { description: 'Offset for the next call; present only when truncated', schema: { type: 'integer' } },
+  'Content-Disposition': { description: 'attachment with the file name', schema: { type: 'string' } },
+};
+
+/** The `responses` of an export route: the file, and the spec's export errors. */
+export function exportResponses(format: ExportFormat): Record<number, ResponseSpec> {
+  return {
+    200: {
+      description: format === 'csv' ? 'CSV file, header row first' : 'XLSX workbook with one sheet, header row first',
+      contentType: exportContentTypes[format].split(';')[0],
+      headers: exportHeaders,
+    },
+    400: { description: 'Invalid range or filter', schema: ErrorResponse },
+    401: { description: 'Missing, disabled or invalid key', schema: ErrorResponse },
+    429: { description: 'Rate limit exceeded', schema: ErrorResponse },
+  };
+}
+
+/** Streams one page of the export as the response of ctx. */
+export async function sendExport(ctx: Context, pool: Pool, request: ExportRequest): Promise<void> {
+  if (!Number.isSafeInteger(request.offset) || request.offset < 0) {
+    throw new ValidationError('invalid query parameter offset: must be an integer ≥ 0', 'invalid_parameter');
+  }
+  if (request.columns.length === 0) throw new Error('an export needs at least one column');
+  // Inlining happens before the first query so a bad value is a 400, not a broken file.
+  const inlinedText = request.format === 'csv' ? inlineParameters(request.query.text, request.query.values) : null;
+
+  const client = await pool.connect();
+  let released = false;
+  const release = (error?: Error) => {
+    if (released) return;
+    released = true;
+    client.release(error);
+  };
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const limitIndex = request.query.values.length + 1;
+    const probe = await client.query<{ more: boolean }>(
+      `/* api:exportProbe */ SELECT EXISTS (SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page OFFSET $${limitIndex}::bigint) AS more`,
+      [...request.query.values, request.offset + EXPORT_MAX_ROWS],
+    );
+    const truncated = probe.rows[0]?.more === true;
+    setExportHeaders(ctx, request, truncated);
+    if (request.format === 'csv') streamCsv(ctx, client, request, inlinedText as string, release);
+    else streamXlsx(ctx, client, request, release);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    release();
+    throw error;
+  }
+}
+
+function setExportHeaders(ctx: Context, request: ExportRequest, truncated: boolean): void {
+  const base = request.filename.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100) || 'export';
+  const name = `${base}${request.offset > 0 ? `-offset-${request.offset}` : ''}.${request.format}`;
+  ctx.status = 200;
+  ctx.set('Content-Type', exportContentTypes[request.format]);
+  ctx.set('Content-Disposition', `attachment; filename="${name}"`);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('X-Export-Limit', String(EXPORT_MAX_ROWS));
+  ctx.set('X-Export-Offset', String(request.offset));
+  ctx.set('X-Export-Truncated', truncated ? 'true' : 'false');
+  if (truncated) ctx.set('X-Next-Offset', String(request.offset + EXPORT_MAX_ROWS));
+}
+
+function pageQuery(text: string, offset: number, projection: string): string {
+  return `SELECT ${projection} FROM (${text}\nLIMIT ${EXPORT_MAX_ROWS} OFFSET ${offset}) AS export_page`;
+}
+
+/** The exported columns by name: a misnamed column fails in the probe, before any byte. */
+function plainProjection(columns: ExportColumn[]): string {
+  return columns.map((column) => `export_page.${pg.escapeIdentifier(column.name)}`).join(', ');
+}
+
+function csvProjection(column: ExportColumn): string {
+  const ref = `export_page.${pg.escapeIdentifier(column.name)}`;
+  const alias = pg.escapeIdentifier(column.name);
+  switch (column.type) {
+    case 'timestamp':
+      return `to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${alias}`;
+    case 'boolean':
+      return `CASE WHEN ${ref} THEN 'true' WHEN NOT ${ref} THEN 'false' END AS ${alias}`;
+    case 'json':
+      return `${ref}::text AS ${alias}`;
+    default:
+      return `${ref} AS ${alias}`;
+  }
+}
+
+function streamCsv(ctx: Context, client: PoolClient, request: ExportRequest, text: string, release: (error?: Error) => void): void {
+  const projection = request.columns.map(csvProjection).join(', ');
+  const copy = client.query(
+    copyTo(`/* api:exportCsv */ COPY (${pageQuery(text, request.offset, projection)}) TO STDOUT WITH (FORMAT csv, HEADER true)`),
+  );
+  finished(copy, (error) => {
+    if (error) {
+      // The connection may still be inside the COPY: never hand it back to the pool.
+      release(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    client.query('COMMIT').then(
+      () => release(),
+      (commitError: Error) => release(commitError),
+    );
+  });
+  ctx.body = copy;
+}
+
+/** Characters XML 1.0 cannot carry; a cell holding one would make the workbook unreadable. */
+const XML_INVALID = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
+/** Longest text a spreadsheet cell holds. */
+const CELL_MAX_CHARS = 32_767;
+
+function cellValue(value: unknown, type: ExportColumnType | undefined): ExcelJS.CellValue {
+  if (value === null || value === undefined) return null;
+  switch (type) {
+    case 'timestamp':
+      return value instanceof Date ? value : new Date(String(value));
+    case 'integer':
+    case 'number':
+      return typeof value === 'number' ? value : Number(value);
+    case 'boolean':
+      return value === true ? 'true' : value === false ? 'false' : String(value);
+    case 'json':
+      return cellText(typeof value === 'string' ? value : JSON.stringify(value));
+    default:
+      if (value instanceof Date) return value;
+      if (typeof value === 'number') return value;
+      return cellText(typeof value === 'object' ? JSON.stringify(value) : String(value));
+  }
+}
+
+function cellText(text: string): string {
+  const clean = text.replace(XML_INVALID, '');
+  return clean.length > CELL_MAX_CHARS ? clean.slice(0, CELL_MAX_CHARS) : clean;
+}
+
+const XLSX_BATCH_ROWS = 1_000;
+
+function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, release: (error?: Error) => void): void {
+  const output = new PassThrough();
+  ctx.body = output;
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: output, useStyles: true, useSharedStrings: false, zip: { zlib: { level: 1 } } });
+  const sheetName = (request.sheetName ?? 'Export').replace(/[[\]:*?/\\]/g, ' ').slice(0, 31) || 'Export';
+  const sheet = workbook.addWorksheet(sheetName, { views: [{ state: 'frozen', ySplit: 1 }] });
+  sheet.columns = request.columns.map((column) => ({
+    header: column.name,
+    key: column.name,
+    width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
+    style: column.type === 'timestamp' ? { numFmt: 'yyyy-mm-dd hh:mm:ss.000' } : {},
+  }));
+  const projection = plainProjection(request.columns);
+  const cursor = client.query(
+    new Cursor(`/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`, request.query.values, { rowMode: 'array' }),
+  );
+
+  const run = async () => {
+    for (;;) {
+      const rows = (await cursor.read(XLSX_BATCH_ROWS)) as unknown[][];
+      if (output.destroyed) throw new Error('export client went away');
+      for (const row of rows) {
+        sheet.addRow(request.columns.map((column, index) => cellValue(row[index], column.type))).commit();
+      }
+      if (rows.length < XLSX_BATCH_ROWS) break;
+      // Backpressure: wait for the socket before producing the next batch.
+      if (output.writableNeedDrain) await Promise.race([once(output, 'drain'), once(output, 'close')]);
+    }
+    await cursor.close();
+    await client.query('COMMIT');
+    release();
+    sheet.commit();
+    await workbook.commit();
+  };
+  run().catch((error: Error) => {
+    release(error);
+    output.destroy(error);
+  });
+}
+
+// Parameter inlining for COPY ------------------------------------------------------------
+
+/** A SQL literal for a parameter value; see the module comment for the rules. */
+export function sqlLiteral(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new ValidationError('invalid filter: numbers must be finite', 'invalid_parameter');
+    return `(${String(value)})`;
+  }
+  if (typeof value === 'bigint') return `(${value.toString()})`;
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new ValidationError('invalid filter: invalid date', 'invalid_parameter');
+    return pg.escapeLiteral(value.toISOString());
+  }
+  if (Buffer.isBuffer(value)) return pg.escapeLiteral(`\\x${value.toString('hex')}`);
+  if (Array.isArray(value)) return textLiteral(arrayLiteral(value));
+  if (typeof value === 'string') return textLiteral(value);
+  return textLiteral(JSON.stringify(value));
+}
+
+function textLiteral(text: string): string {
+  if (text.includes('\u0000')) throw new ValidationError('invalid filter: text must not contain NUL characters', 'invalid_parameter');
+  return pg.escapeLiteral(text);
+}
+
+/** PostgreSQL's text form of an array: {"a","b",NULL}. */
+function arrayLiteral(values: unknown[]): string {
+  const items = values.map((item) => {
+    if (item === null || item === undefined) return 'NULL';
+    if (Array.isArray(item)) return arrayLiteral(item);
+    const text = item instanceof Date ? item.toISOString() : typeof item === 'object' ? JSON.stringify(item) : String(item);
+    return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  });
+  return `{${items.join(',')}}`;
+}
+
+const IDENTIFIER_CHAR = /[A-Za-z0-9_$\u0080-\uFFFF]/;
+
+/**
+ * Replaces `$n` placeholders by literals, leaving quoted strings, quoted identifiers,
+ * comments and dollar-quoted bodies untouched.
+ */
+export function inlineParameters(text: string, values: unknown[]): string {
+  let out = '';
+  let index = 0;
+  const copyUntil = (end: number) => {
+    out += text.slice(index, end);
+    index = end;
+  };
+  while (index < text.length) {
+    const char = text[index] as string;
+    const next = text[index + 1];
+    if (char === "'") {
+      const escapes = index > 0 && /[eE]/.test(text[index - 1] as string) && !IDENTIFIER_CHAR.test(text[index - 2] ?? ' ');
+      let cursor = index + 1;
+      while (cursor < text.length) {
+        if (escapes && text[cursor] === '\\') cursor += 2;
+        else if (text[cursor] === "'" && text[cursor + 1] === "'") cursor += 2;
+        else if (text[cursor] === "'") break;
+        else cursor += 1;
+      }
+      copyUntil(Math.min(cursor + 1, text.length));
+    } else if (char === '"') {
+      const end = text.indexOf('"', index + 1);
+      copyUntil(end === -1 ? text.length : end + 1);
+    } else if (char === '-' && next === '-') {
+      const end = text.indexOf('\n', index);
+      copyUntil(end === -1 ? text.length : end + 1);
+    } else if (char === '/' && next === '*') {
+      let depth = 0;
+      let cursor = index;
+      while (cursor < text.length) {
+        if (text[cursor] === '/' && text[cursor + 1] === '*') {
+          depth += 1;
+          cursor += 2;
+        } else if (text[cursor] === '*' && text[cursor + 1] === '/') {
+          depth -= 1;
+          cursor += 2;
+          if (depth === 0) break;
+        } else cursor += 1;
+      }
+      copyUntil(cursor);
+    } else if (char === '$' && !IDENTIFIER_CHAR.test(text[index - 1] ?? ' ')) {
+      const placeholder = /^\$(\d+)/.exec(text.slice(index));
+      if (placeholder) {
+        const position = Number(placeholder[1]);
+        if (position < 1 || position > values.length) throw new Error(`export query uses $${position} but has ${values.length} values`);
+        out += sqlLiteral(values[position - 1]);
+        index += placeholder[0].length;
+        continue;
+      }
+      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(text.slice(index));
+      if (tag) {
+        const end = text.indexOf(tag[0], index + tag[0].length);
+        copyUntil(end === -1 ? text.length : end + tag[0].length);
+      } else copyUntil(index + 1);
+    } else {
+      copyUntil(index + 1);
+    }
+  }
+  return out;
+}
