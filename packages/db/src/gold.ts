@@ -95,6 +95,21 @@ export function goldDefinition(name: string, filter = 'TRUE'): string {
   return template.replace('{{filter}}', `(${filter})`);
 }
 
+/**
+ * The relation's figures computed straight from its base source (segments, readings or
+ * messages) rather than from the relation a rollup is built on: the live path. The
+ * filter applies to the base source's columns (e.g. `s.asset_id`, `s.start_ts`).
+ */
+export function liveDefinition(name: string, sourceFilter = 'TRUE'): string {
+  const relation = goldRelation(name);
+  if (!relation.rollupOf) return goldDefinition(name, sourceFilter);
+  const inner = liveDefinition(relation.rollupOf, sourceFilter);
+  const from = new RegExp(`\\bFROM ${relation.rollupOf}\\b`);
+  const definition = goldDefinition(name);
+  if (!from.test(definition)) throw new Error(`gold relation ${name} does not read FROM ${relation.rollupOf}`);
+  return definition.replace(from, `FROM (${inner})`);
+}
+
 export function goldRelation(name: string): GoldRelation {
   const relation = goldRelations.find((candidate) => candidate.name === name);
   if (!relation) throw new Error(`unknown gold relation ${name}`);

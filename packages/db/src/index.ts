@@ -8,7 +8,18 @@ export {
   type StorageMode,
   type RequestedStorageMode,
 } from './storage-mode.ts';
-export { goldRelations, goldRelation, goldDefinition, installGoldRelations, type GoldRelation } from './gold.ts';
+export { goldRelations, goldRelation, goldDefinition, liveDefinition, installGoldRelations, type GoldRelation } from './gold.ts';
+export {
+  readGoldCoverage,
+  readUtilization,
+  utilizationFigures,
+  type GoldCoverage,
+  type UtilizationBucket,
+  type UtilizationQuery,
+  type UtilizationResult,
+  type UtilizationRow,
+  type UtilizationSums,
+} from './gold-read.ts';
 export { startEmbeddedPostgres, isPortInUse, type EmbeddedPostgresHandle } from './embedded-postgres.ts';
 export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
 export { dbDirectory } from './paths.ts';

@@ -1,0 +1,335 @@
+import { goldRelation, liveDefinition } from './gold.ts';
+import type { Queryable } from './pool.ts';
+import { recordedStorageMode, type StorageMode } from './storage-mode.ts';
+
+/**
+ * What a gold relation covers, for the API's `aggregateRefresh`. Buckets before
+ * `coverageTo` are materialized (apart from pending invalidations, which readers answer
+ * live); `coverageTo` is the end of the newest materialized bucket and may lie in the
+ * future while the current bucket is still filling.
+ */
+export interface GoldCoverage {
+  /** `ok`, `pending` (never materialized yet) or `failed` (the last refresh failed). */
+  status: string;
+  coverageFrom: Date | null;
+  coverageTo: Date | null;
+  updatedAt: Date | null;
+}
+
+const modeCache = new WeakMap<object, StorageMode>();
+
+async function storageModeOf(db: Queryable): Promise<StorageMode> {
+  const cached = modeCache.get(db);
+  if (cached) return cached;
+  const mode = (await recordedStorageMode(db)) ?? 'postgres';
+  modeCache.set(db, mode);
+  return mode;
+}
+
+interface CoverageRow {
+  status: string;
+  coverage_from: Date | null;
+  coverage_to: Date | null;
+  updated_at: Date | null;
+  job_finished_at: Date | null;
+  job_failed: boolean | null;
+}
+
+/**
+ * The coverage of a gold relation, truthful in both storage modes: PostgreSQL mode reads
+ * the watermark the worker keeps; TimescaleDB mode reads the continuous aggregate's own
+ * watermark and the refresh jobs' statistics, so refreshes by policy count too.
+ */
+export async function readGoldCoverage(db: Queryable, relation: string): Promise<GoldCoverage> {
+  goldRelation(relation);
+  const mode = await storageModeOf(db);
+  const { rows } =
+    mode === 'timescaledb'
+      ? await db.query<CoverageRow>(
+          `/* db:readGoldCoverage */
+           SELECT c.status, c.coverage_from, c.updated_at,
+                  CASE WHEN wm.watermark > 0 THEN TIMESTAMPTZ 'epoch' + wm.watermark * INTERVAL '1 microsecond' END AS coverage_to,
+                  js.job_finished_at, js.job_failed
+             FROM gold_coverage c
+             LEFT JOIN LATERAL (
+               SELECT ca.mat_hypertable_id, _timescaledb_functions.cagg_watermark(ca.mat_hypertable_id) AS watermark
+                 FROM _timescaledb_catalog.continuous_agg ca
+                WHERE ca.user_view_name = c.relation AND ca.user_view_schema = current_schema()
+             ) wm ON true
+             LEFT JOIN LATERAL (
+               SELECT max(s.last_successful_finish) AS job_finished_at,
+                      bool_or(s.last_run_status = 'Failed' AND s.last_run_started_at > coalesce(c.updated_at, '-infinity')) AS job_failed
+                 FROM timescaledb_information.jobs j
+                 JOIN timescaledb_information.job_stats s ON s.job_id = j.job_id
+                WHERE j.proc_name = 'policy_refresh_continuous_aggregate'
+                  AND (j.config ->> 'mat_hypertable_id')::int = wm.mat_hypertable_id
+             ) js ON true
+            WHERE c.relation = $1`,
+          [relation],
+        )
+      : await db.query<CoverageRow>(
+          `/* db:readGoldCoverage */
+           SELECT status, coverage_from, coverage_to, updated_at, NULL::timestamptz AS job_finished_at, NULL::boolean AS job_failed
+             FROM gold_coverage WHERE relation = $1`,
+          [relation],
+        );
+  const row = rows[0];
+  if (!row) return { status: 'pending', coverageFrom: null, coverageTo: null, updatedAt: null };
+  let updatedAt = row.updated_at;
+  if (row.job_finished_at && (!updatedAt || row.job_finished_at > updatedAt)) updatedAt = row.job_finished_at;
+  // The worker's full first refresh makes a relation usable; until then only live answers are true.
+  const status = row.status === 'rebuild' ? 'pending' : row.job_failed ? 'failed' : row.status;
+  return {
+    status,
+    coverageFrom: row.coverage_from,
+    coverageTo: status === 'pending' ? null : row.coverage_to,
+    updatedAt,
+  };
+}
+
+export type UtilizationBucket = 'hour' | 'day';
+
+export interface UtilizationQuery {
+  tenantId: string;
+  /** The assets to answer for (the caller resolves key scope to asset ids). */
+  assetIds: string[];
+  /** Half-open range [from, to); widened to whole buckets (UTC hours or days). */
+  from: Date;
+  to: Date;
+  bucket: UtilizationBucket;
+  /** `asset`: one row per asset and bucket; `fleet`: one row per bucket summed over the assets. */
+  groupBy?: 'asset' | 'fleet';
+  /** Rows ordered by bucket start, then asset id; absent limit means every row. */
+  limit?: number;
+  offset?: number;
+  /** Tests and benchmarks only: force one path regardless of coverage. */
+  forceSource?: 'gold' | 'live';
+}
+
+/** Sums over one bucket (and one asset, or the fleet). Seconds and metres, exact sums. */
+export interface UtilizationSums {
+  runningSeconds: number;
+  movingSeconds: number;
+  stationaryRunningSeconds: number;
+  loadedSeconds: number;
+  emptySeconds: number;
+  distanceM: number;
+  loadedDistanceM: number;
+  emptyDistanceM: number;
+  hourmeterDelta: number;
+  containerCycleCount: number;
+  imuAnomalyCount: number;
+  imuSampleCount: number;
+  /** Seconds of the bucket with data (no gap longer than the gap threshold). */
+  dataSeconds: number;
+}
+
+export interface UtilizationRow extends UtilizationSums {
+  /** null when grouped by fleet. */
+  assetId: string | null;
+  /** Assets summed into this row (1 per asset row; assets with data in the bucket for fleet rows). */
+  assetCount: number;
+  bucketStart: Date;
+  bucketEnd: Date;
+}
+
+export interface UtilizationResult {
+  /** `live` when any part of the answer was computed at query time from segments. */
+  source: 'gold' | 'live';
+  aggregateRefresh: GoldCoverage;
+  bucket: UtilizationBucket;
+  /** The range actually answered: the request widened to whole buckets. */
+  from: Date;
+  to: Date;
+  rows: UtilizationRow[];
+}
+
+const BUCKET_MS: Record<UtilizationBucket, number> = { hour: 3_600_000, day: 86_400_000 };
+const RELATION: Record<UtilizationBucket, string> = { hour: 'utilization_hourly', day: 'utilization_daily' };
+
+const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
+const ceilTo = (ms: number, width: number) => Math.ceil(ms / width) * width;
+
+interface Window {
+  assetId: string;
+  from: number;
+  to: number;
+}
+
+/** Merges overlapping windows per asset so no bucket is counted twice. */
+function mergeWindows(windows: Window[]): Window[] {
+  const byAsset = new Map<string, Window[]>();
+  for (const window of windows) {
+    if (window.to <= window.from) continue;
+    const list = byAsset.get(window.assetId) ?? [];
+    list.push(window);
+    byAsset.set(window.assetId, list);
+  }
+  const merged: Window[] = [];
+  for (const list of byAsset.values()) {
+    list.sort((a, b) => a.from - b.from);
+    let current: Window | undefined;
+    for (const window of list) {
+      if (current && window.from <= current.to) current.to = Math.max(current.to, window.to);
+      else {
+        current = { ...window };
+        merged.push(current);
+      }
+    }
+  }
+  return merged;
+}
+
+const SUM_COLUMNS = [
+  'running_seconds',
+  'moving_seconds',
+  'stationary_running_seconds',
+  'loaded_seconds',
+  'empty_seconds',
+  'distance_m',
+  'loaded_distance_m',
+  'empty_distance_m',
+  'hourmeter_delta',
+  'container_cycle_count',
+  'imu_anomaly_count',
+  'imu_sample_count',
+  'data_seconds',
+] as const;
+
+type UtilizationDbRow = { asset_id: string | null; bucket: Date; asset_count: number } & Record<
+  (typeof SUM_COLUMNS)[number],
+  number | null
+>;
+
+function toUtilizationRow(row: UtilizationDbRow, widthMs: number): UtilizationRow {
+  return {
+    assetId: row.asset_id,
+    assetCount: Number(row.asset_count),
+    bucketStart: row.bucket,
+    bucketEnd: new Date(row.bucket.getTime() + widthMs),
+    runningSeconds: Number(row.running_seconds ?? 0),
+    movingSeconds: Number(row.moving_seconds ?? 0),
+    stationaryRunningSeconds: Number(row.stationary_running_seconds ?? 0),
+    loadedSeconds: Number(row.loaded_seconds ?? 0),
+    emptySeconds: Number(row.empty_seconds ?? 0),
+    distanceM: Number(row.distance_m ?? 0),
+    loadedDistanceM: Number(row.loaded_distance_m ?? 0),
+    emptyDistanceM: Number(row.empty_distance_m ?? 0),
+    hourmeterDelta: Number(row.hourmeter_delta ?? 0),
+    containerCycleCount: Number(row.container_cycle_count ?? 0),
+    imuAnomalyCount: Number(row.imu_anomaly_count ?? 0),
+    imuSampleCount: Number(row.imu_sample_count ?? 0),
+    dataSeconds: Number(row.data_seconds ?? 0),
+  };
+}
+
+/**
+ * Utilization and container-work sums per asset (or fleet) and bucket for [from, to),
+ * answered from gold where the relation's coverage holds and live from segments for
+ * the rest: ranges past `coverageTo`, and each asset's buckets with invalidations the
+ * refresher has not applied yet. Both paths run the same SQL definition
+ * (db/gold/utilization_hourly.sql), so they give identical numbers. Buckets with no
+ * segments are absent from `rows`.
+ */
+export async function readUtilization(db: Queryable, query: UtilizationQuery): Promise<UtilizationResult> {
+  const widthMs = BUCKET_MS[query.bucket];
+  const relation = RELATION[query.bucket];
+  const from = floorTo(query.from.getTime(), widthMs);
+  const to = Math.max(from, ceilTo(query.to.getTime(), widthMs));
+  const coverage = await readGoldCoverage(db, relation);
+  const assetIds = [...new Set(query.assetIds)];
+
+  // Gold answers [from, goldTo); everything else, and pending buckets, is live.
+  let goldTo = from;
+  if (query.forceSource === 'gold') goldTo = to;
+  else if (query.forceSource !== 'live' && coverage.status !== 'pending' && coverage.coverageTo) {
+    goldTo = Math.max(from, Math.min(to, floorTo(coverage.coverageTo.getTime(), widthMs)));
+  }
+  const windows: Window[] = [];
+  if (goldTo < to) for (const assetId of assetIds) windows.push({ assetId, from: goldTo, to });
+  if (goldTo > from && query.forceSource !== 'gold' && assetIds.length > 0) {
+    const pending = await db.query<{ subject_id: string; bucket_start: Date; bucket_end: Date }>(
+      `/* db:readUtilization:pending */
+       SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
+         FROM gold_invalidations
+        WHERE relation = 'utilization_hourly' AND tenant_id = $1 AND subject_id = ANY ($2::uuid[])
+          AND bucket_start < $4 AND bucket_end > $3
+        GROUP BY subject_id`,
+      [query.tenantId, assetIds, new Date(from), new Date(goldTo)],
+    );
+    for (const row of pending.rows) {
+      windows.push({
+        assetId: row.subject_id,
+        from: Math.max(from, floorTo(row.bucket_start.getTime(), widthMs)),
+        to: Math.min(goldTo, ceilTo(row.bucket_end.getTime(), widthMs)),
+      });
+    }
+  }
+  const live = mergeWindows(windows);
+
+  const params: unknown[] = [query.tenantId, assetIds];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const parts: string[] = [];
+  const columns = SUM_COLUMNS.join(', ');
+  let liveWindows = '';
+  if (live.length > 0) {
+    liveWindows = `live_windows AS (
+      SELECT * FROM unnest(${param(live.map((w) => w.assetId))}::uuid[], ${param(live.map((w) => new Date(w.from)))}::timestamptz[],
+                           ${param(live.map((w) => new Date(w.to)))}::timestamptz[]) AS w(asset_id, wfrom, wto))`;
+    const liveFrom = param(new Date(Math.min(...live.map((w) => w.from))));
+    const liveTo = param(new Date(Math.max(...live.map((w) => w.to))));
+    const filter = `s.tenant_id = $1 AND s.asset_id = ANY ($2::uuid[]) AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
+      AND EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = s.asset_id AND s.start_ts >= w.wfrom AND s.start_ts < w.wto)`;
+    parts.push(`SELECT asset_id, bucket, ${columns} FROM (${liveDefinition(relation, filter)}) live`);
+  }
+  if (goldTo > from && assetIds.length > 0) {
+    const excluded =
+      live.length > 0
+        ? `AND NOT EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = g.asset_id AND g.bucket >= w.wfrom AND g.bucket < w.wto)`
+        : '';
+    parts.push(
+      `SELECT asset_id, bucket, ${columns} FROM ${relation} g
+        WHERE g.tenant_id = $1 AND g.asset_id = ANY ($2::uuid[]) AND g.bucket >= ${param(new Date(from))} AND g.bucket < ${param(new Date(goldTo))}
+        ${excluded}`,
+    );
+  }
+
+  let rows: UtilizationRow[] = [];
+  if (parts.length > 0 && assetIds.length > 0) {
+    const fleet = query.groupBy === 'fleet';
+    const select = fleet
+      ? `SELECT NULL::uuid AS asset_id, bucket, count(*) AS asset_count, ${SUM_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}
+           FROM answer GROUP BY bucket ORDER BY bucket`
+      : `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM answer ORDER BY bucket, asset_id`;
+    const paging = `${query.limit !== undefined ? ` LIMIT ${param(query.limit)}` : ''}${query.offset ? ` OFFSET ${param(query.offset)}` : ''}`;
+    const sql = `/* db:readUtilization */
+      WITH ${liveWindows ? `${liveWindows},` : ''} answer AS (${parts.join('\nUNION ALL\n')})
+      ${select}${paging}`;
+    const result = await db.query<UtilizationDbRow>(sql, params);
+    rows = result.rows.map((row) => toUtilizationRow(row, widthMs));
+  }
+  return {
+    source: live.length > 0 ? 'live' : 'gold',
+    aggregateRefresh: coverage,
+    bucket: query.bucket,
+    from: new Date(from),
+    to: new Date(to),
+    rows,
+  };
+}
+
+/** The percentages of DESIGN §3 from a row's sums; capacity is bucket length × assets. */
+export function utilizationFigures(
+  sums: UtilizationSums,
+  capacitySeconds: number,
+): { utilizationPercent: number; idlePercent: number; loadedPercent: number } {
+  const percent = (part: number, whole: number) => (whole > 0 ? (part / whole) * 100 : 0);
+  return {
+    utilizationPercent: percent(sums.runningSeconds, capacitySeconds),
+    idlePercent: percent(sums.stationaryRunningSeconds, sums.runningSeconds),
+    loadedPercent: percent(sums.loadedSeconds, sums.loadedSeconds + sums.emptySeconds),
+  };
+}
