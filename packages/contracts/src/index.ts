@@ -1,2 +1,3 @@
 export * from './geojson.ts';
 export * from './events.ts';
+export * from './webhooks.ts';

@@ -1,8 +1,9 @@
 import type { WorkerDeps } from './worker.ts';
 import type { WorkerLoop } from './loop.ts';
 import { housekeepingLoop } from './features/housekeeping/loop.ts';
+import { webhookDeliveryLoop } from './features/webhooks/loop.ts';
 
 /** Every kind of background work the worker runs, feature by feature. */
 export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
-  return [housekeepingLoop(deps)];
+  return [housekeepingLoop(deps), webhookDeliveryLoop(deps)];
 }
