@@ -49,6 +49,11 @@ export const environmentSchema = z.object({
   GANTRY_INGEST_MAX_FUTURE_SECONDS: nonNegativeInt.default(300),
   GANTRY_INGEST_MAX_IN_FLIGHT: positiveInt.default(20000),
   GANTRY_INGEST_SESSION_EXPIRY_SECONDS: positiveInt.default(86400),
+  GANTRY_INGEST_WRITERS: positiveInt.default(2),
+  GANTRY_INGEST_WRITE_METHOD: z.enum(['unnest', 'copy']).default('unnest'),
+  GANTRY_INGEST_STATEMENT_TIMEOUT_MS: positiveInt.default(30000),
+  GANTRY_INGEST_DRAIN_TIMEOUT_MS: positiveInt.default(15000),
+  GANTRY_INGEST_METRICS_PORT: port.default(9464),
 
   GANTRY_BRONZE_RETENTION_DAYS: positiveInt.default(14),
   GANTRY_READING_RETENTION_DAYS: positiveInt.default(400),
@@ -119,6 +124,11 @@ export interface Config {
     maxFutureSeconds: number;
     maxInFlight: number;
     sessionExpirySeconds: number;
+    writers: number;
+    writeMethod: 'unnest' | 'copy';
+    statementTimeoutMs: number;
+    drainTimeoutMs: number;
+    metricsPort: number;
   };
   retention: { bronzeDays: number; readingDays: number };
   worker: { pollMs: number; deviceBatch: number; goldRefreshMs: number };
@@ -187,6 +197,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFutureSeconds: e.GANTRY_INGEST_MAX_FUTURE_SECONDS,
       maxInFlight: e.GANTRY_INGEST_MAX_IN_FLIGHT,
       sessionExpirySeconds: e.GANTRY_INGEST_SESSION_EXPIRY_SECONDS,
+      writers: e.GANTRY_INGEST_WRITERS,
+      writeMethod: e.GANTRY_INGEST_WRITE_METHOD,
+      statementTimeoutMs: e.GANTRY_INGEST_STATEMENT_TIMEOUT_MS,
+      drainTimeoutMs: e.GANTRY_INGEST_DRAIN_TIMEOUT_MS,
+      metricsPort: e.GANTRY_INGEST_METRICS_PORT,
     },
     retention: { bronzeDays: e.GANTRY_BRONZE_RETENTION_DAYS, readingDays: e.GANTRY_READING_RETENTION_DAYS },
     worker: {
