@@ -86,3 +86,143 @@ export async function insertDeviceState(pool: Pool, tenantId: string, asset: Fle
 export function minutesAgo(minutes: number): Date {
   return new Date(Date.now() - minutes * 60_000);
 }
+
+export interface UsageSessionInput {
+  start: string;
+  end: string;
+  isOpen?: boolean;
+  identifier?: string | null;
+  distanceM?: number;
+  loadedSeconds?: number;
+  emptySeconds?: number;
+  cycles?: number;
+  hourmeterDelta?: number | null;
+  startReason?: string;
+  endReason?: string | null;
+}
+
+/** A usage session as derivation stores it; the numbers not given follow from the times. */
+export async function insertUsageSession(pool: Pool, tenantId: string, asset: FleetAsset, input: UsageSessionInput): Promise<string> {
+  const id = randomUUID();
+  const duration = Math.round((Date.parse(input.end) - Date.parse(input.start)) / 1000);
+  await pool.query(
+    `INSERT INTO usage_sessions (id, tenant_id, device_id, asset_id, start_ts, end_ts, is_open, start_reason, end_reason, confidence,
+       identifier, distance_m, duration_seconds, moving_seconds, stationary_running_seconds, stop_count, trip_count,
+       imu_anomaly_count, imu_sample_count, hourmeter_delta, container_cycle_count, loaded_seconds, empty_seconds,
+       loaded_distance_m, empty_distance_m)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1.0, $10, $11, $12, $13, $14, 2, 3, 1, 40, $15, $16, $17, $18, $19, $20)`,
+    [
+      id,
+      tenantId,
+      asset.deviceUuid,
+      asset.id,
+      input.start,
+      input.end,
+      input.isOpen ?? false,
+      input.startReason ?? 'ignition_on',
+      input.endReason === undefined ? 'ignition_off' : input.endReason,
+      input.identifier ?? null,
+      input.distanceM ?? 1000,
+      duration,
+      Math.round(duration / 2),
+      duration - Math.round(duration / 2),
+      input.hourmeterDelta === undefined ? duration : input.hourmeterDelta,
+      input.cycles ?? 4,
+      input.loadedSeconds ?? Math.round(duration / 4),
+      input.emptySeconds ?? duration - Math.round(duration / 4),
+      (input.distanceM ?? 1000) * 0.25,
+      (input.distanceM ?? 1000) * 0.75,
+    ],
+  );
+  return id;
+}
+
+export interface IdentifierSessionInput {
+  identifier: string;
+  start: string;
+  end: string;
+  isOpen?: boolean;
+  distanceM?: number;
+  endReason?: string | null;
+}
+
+export async function insertIdentifierSession(pool: Pool, tenantId: string, asset: FleetAsset, input: IdentifierSessionInput): Promise<string> {
+  const id = randomUUID();
+  const duration = Math.round((Date.parse(input.end) - Date.parse(input.start)) / 1000);
+  await pool.query(
+    `INSERT INTO identifier_sessions (id, tenant_id, device_id, asset_id, identifier, start_ts, end_ts, is_open, end_reason, confidence,
+       distance_m, duration_seconds, event_count, gps_point_count, stop_count, trip_count, container_cycle_count,
+       loaded_seconds, empty_seconds, loaded_distance_m, empty_distance_m)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1.0, $10, $11, 120, 100, 1, 2, 3, $12, $13, $14, $15)`,
+    [
+      id,
+      tenantId,
+      asset.deviceUuid,
+      asset.id,
+      input.identifier,
+      input.start,
+      input.end,
+      input.isOpen ?? false,
+      input.endReason === undefined ? 'logout' : input.endReason,
+      input.distanceM ?? 500,
+      duration,
+      Math.round(duration / 2),
+      duration - Math.round(duration / 2),
+      (input.distanceM ?? 500) / 2,
+      (input.distanceM ?? 500) / 2,
+    ],
+  );
+  return id;
+}
+
+export async function createOperator(pool: Pool, tenantId: string, identifier: string, operatorName: string): Promise<void> {
+  await provisioning.createOperator(provisioner(pool), tenantId, { identifier, operatorName });
+}
+
+/** A square zone around (lon, lat). */
+export async function createGeofence(pool: Pool, tenantId: string, name: string, type: 'allowed' | 'forbidden', lon = 4.0, lat = 51.9) {
+  return provisioning.createGeofence(provisioner(pool), tenantId, {
+    name,
+    type,
+    geometry: {
+      type: 'Polygon',
+      coordinates: [[[lon, lat], [lon + 0.1, lat], [lon + 0.1, lat + 0.1], [lon, lat + 0.1], [lon, lat]]],
+    },
+  });
+}
+
+export async function insertMembership(pool: Pool, tenantId: string, geofenceId: string, asset: FleetAsset, inside: boolean): Promise<void> {
+  await pool.query(
+    `INSERT INTO geofence_memberships (tenant_id, geofence_id, asset_id, device_id, inside, changed_at) VALUES ($1, $2, $3, $4, $5, now())`,
+    [tenantId, geofenceId, asset.id, asset.deviceUuid, inside],
+  );
+}
+
+export interface AlertInput {
+  createdAt: string;
+  alertType?: 'forbidden_enter' | 'allowed_exit';
+  resolvedAt?: string | null;
+  status?: 'open' | 'acknowledged';
+}
+
+export async function insertAlert(pool: Pool, tenantId: string, geofenceId: string, asset: FleetAsset, input: AlertInput): Promise<string> {
+  const id = randomUUID();
+  await pool.query(
+    `INSERT INTO geofence_alerts (id, tenant_id, geofence_id, asset_id, device_id, alert_type, status, is_active, created_at,
+       acknowledged_at, resolved_at, latitude, longitude)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $7 = 'acknowledged' THEN $9::timestamptz END, $10, 51.95, 4.05)`,
+    [
+      id,
+      tenantId,
+      geofenceId,
+      asset.id,
+      asset.deviceUuid,
+      input.alertType ?? 'forbidden_enter',
+      input.status ?? 'open',
+      !input.resolvedAt,
+      input.createdAt,
+      input.resolvedAt ?? null,
+    ],
+  );
+  return id;
+}

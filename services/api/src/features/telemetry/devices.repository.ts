@@ -5,7 +5,7 @@ import { adcStateSql, onlineStatusSql, workStateSql } from './status.ts';
 import {
   assetScopeCondition,
   likePattern,
-  listSql,
+  pageSql,
   SqlParams,
   type Column,
   type ListStatement,
@@ -52,11 +52,11 @@ const deviceColumns: Column[] = [
 export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter): ListStatement {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope)];
-  if (filter.assetId) conditions.push(`a.id = ${params.add(filter.assetId)}`);
-  if (filter.enabled !== undefined) conditions.push(`d.enabled = ${params.add(filter.enabled)}`);
-  if (filter.status) conditions.push(`(${onlineStatusSql}) = ${params.add(filter.status)}`);
+  if (filter.assetId) conditions.push(`a.id = ${params.add(filter.assetId, 'uuid')}`);
+  if (filter.enabled !== undefined) conditions.push(`d.enabled = ${params.add(filter.enabled, 'boolean')}`);
+  if (filter.status) conditions.push(`(${onlineStatusSql}) = ${params.add(filter.status, 'text')}`);
   if (filter.q) {
-    const pattern = params.add(likePattern(filter.q));
+    const pattern = params.add(likePattern(filter.q), 'text');
     conditions.push(`(lower(d.device_id) LIKE ${pattern} OR lower(d.display_name) LIKE ${pattern} OR a.search_text LIKE ${pattern})`);
   }
   return {
@@ -99,7 +99,7 @@ export function toTelemetryDevice(row: Row): TelemetryDeviceBody {
 }
 
 export async function listDevices(db: Queryable, scope: TelemetryScope, filter: DeviceFilter, limit: number, offset: number) {
-  const { text, values } = listSql(deviceListStatement(scope, filter), 'json', limit, offset);
+  const { text, values } = pageSql(deviceListStatement(scope, filter), limit, offset);
   const { rows } = await db.query(text, values);
   return rows.map(toTelemetryDevice);
 }

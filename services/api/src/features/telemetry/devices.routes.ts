@@ -1,8 +1,9 @@
+import { assertAssetFilterVisible } from './assets.repository.ts';
 import { z } from 'zod';
 import type { AppDeps } from '../../app.ts';
 import { requireApiKey } from '../../http/auth.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
-import { readErrors, TELEMETRY_TAG } from './common.ts';
+import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
 import { listDevices } from './devices.repository.ts';
 import { assetIdFilter, booleanParam, onlineStatusParam, paging, searchParam } from './params.ts';
 import { TelemetryDeviceListResponse } from './schemas.ts';
@@ -26,10 +27,12 @@ export function deviceRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: deviceFilterQuery.extend(paging) },
-      responses: { 200: { description: 'One page of devices, ordered by device id', schema: TelemetryDeviceListResponse }, ...readErrors },
+      responses: { 200: { description: 'One page of devices, ordered by device id', schema: TelemetryDeviceListResponse }, ...readErrors, 404: notFound },
       handler: async (ctx, { query, auth }) => {
         const { limit, offset, ...filter } = query;
-        const items = await listDevices(deps.pool, scopeOf(requireApiKey(auth)), filter, limit, offset);
+        const scope = scopeOf(requireApiKey(auth));
+        await assertAssetFilterVisible(deps.pool, scope, filter.assetId);
+        const items = await listDevices(deps.pool, scope, filter, limit, offset);
         ctx.body = { items, paging: { limit, offset } };
       },
     }),

@@ -1,8 +1,11 @@
 import type { AppDeps } from '../../app.ts';
 import type { RouteSpec } from '../../http/route.ts';
 import { deviceRoutes } from './devices.routes.ts';
+import { exportRoutes, listExports } from './exports.routes.ts';
+import { geofenceRoutes } from './geofences.routes.ts';
+import { sessionRoutes } from './sessions.routes.ts';
 
 /** The spec's Telemetry part. */
 export function telemetryRoutes(deps: AppDeps): RouteSpec[] {
-  return [...deviceRoutes(deps)];
+  return [...deviceRoutes(deps), ...sessionRoutes(deps), ...geofenceRoutes(deps), ...exportRoutes(deps, listExports())];
 }

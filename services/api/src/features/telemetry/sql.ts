@@ -1,13 +1,20 @@
+import type { ExportColumn } from '../../http/export.ts';
 import type { ApiKeyAuth } from '../../http/auth.ts';
 
-/** Collects positional parameters while a statement is assembled from optional filters. */
+export type SqlType = 'uuid' | 'text' | 'timestamptz' | 'boolean' | 'integer' | 'float8' | 'uuid[]' | 'text[]';
+
+/**
+ * Collects positional parameters while a statement is assembled from optional filters.
+ * Every placeholder carries its cast, so the statement also runs as COPY with the values
+ * inlined as literals (the export module's rule).
+ */
 export class SqlParams {
   readonly values: unknown[] = [];
 
-  /** Adds a value and returns its placeholder ($n). */
-  add(value: unknown): string {
+  /** Adds a value and returns its placeholder ($n::type). */
+  add(value: unknown, type: SqlType): string {
     this.values.push(value);
-    return `$${this.values.length}`;
+    return `$${this.values.length}::${type}`;
   }
 }
 
@@ -31,9 +38,9 @@ export function scopeBlock(scope: TelemetryScope) {
  * for a customer key, exact equality of the asset's customer name (the spec's rule).
  */
 export function assetScopeCondition(params: SqlParams, scope: TelemetryScope, alias = 'a'): string {
-  const tenant = `${alias}.tenant_id = ${params.add(scope.tenantId)}`;
+  const tenant = `${alias}.tenant_id = ${params.add(scope.tenantId, 'uuid')}`;
   if (scope.customerName === null) return tenant;
-  return `${tenant} AND ${alias}.customer_name = ${params.add(scope.customerName)}`;
+  return `${tenant} AND ${alias}.customer_name = ${params.add(scope.customerName, 'text')}`;
 }
 
 /** Escapes LIKE wildcards so a search for "50%" finds that text. */
@@ -50,22 +57,16 @@ export interface Column {
   type: 'text' | 'int' | 'number' | 'bool' | 'time';
 }
 
-/**
- * The select list of a statement. `json` keeps native values (pg maps them); `file`
- * renders each value as its CSV text: RFC 3339 UTC times and true/false booleans.
- */
-export function selectList(columns: Column[], mode: 'json' | 'file'): string {
-  return columns
-    .map((column) => {
-      let expression = column.sql;
-      if (mode === 'file' && column.type === 'time') {
-        expression = `to_char((${column.sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-      } else if (mode === 'file' && column.type === 'bool') {
-        expression = `(${column.sql})::text`;
-      }
-      return `${expression} AS "${column.name}"`;
-    })
-    .join(',\n       ');
+/** The select list of a statement: each column under its field name. */
+export function selectList(columns: Column[]): string {
+  return columns.map((column) => `${column.sql} AS "${column.name}"`).join(',\n       ');
+}
+
+const exportTypes = { text: 'text', int: 'integer', number: 'number', bool: 'boolean', time: 'timestamp' } as const;
+
+/** The columns as the export module takes them (it renders times and booleans). */
+export function exportColumns(columns: Column[]): ExportColumn[] {
+  return columns.map((column) => ({ name: column.name, type: exportTypes[column.type] }));
 }
 
 /** The AssetRef columns, flattened (alias `a` = assets, `t` = asset_types). */
@@ -153,16 +154,20 @@ export interface ListStatement {
   params: SqlParams;
 }
 
-/** The statement with the given select mode, ordered, with LIMIT/OFFSET placeholders appended. */
-export function listSql(statement: ListStatement, mode: 'json' | 'file', limit: number, offset: number): { text: string; values: unknown[] } {
-  const values = [...statement.params.values, limit, offset];
-  const count = statement.params.values.length;
+/** One JSON page of the statement. */
+export function pageSql(statement: ListStatement, limit: number, offset: number): { text: string; values: unknown[] } {
+  const { text, values } = orderedSql(statement);
+  const count = values.length;
+  return { text: `${text}\nLIMIT $${count + 1}::bigint OFFSET $${count + 2}::bigint`, values: [...values, limit, offset] };
+}
+
+/** The whole ordered statement, as the export module pages it. */
+export function orderedSql(statement: ListStatement): { text: string; values: unknown[] } {
   return {
     text: `/* api:${statement.tag} */
-SELECT ${selectList(statement.columns, mode)}
+SELECT ${selectList(statement.columns)}
 ${statement.body}
-ORDER BY ${statement.orderBy}
-LIMIT $${count + 1} OFFSET $${count + 2}`,
-    values,
+ORDER BY ${statement.orderBy}`,
+    values: [...statement.params.values],
   };
 }

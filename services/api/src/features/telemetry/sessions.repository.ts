@@ -1,0 +1,193 @@
+import type { Queryable } from '@gantry/db';
+import { isoRequired } from '../../http/common-schemas.ts';
+import {
+  assetRefColumns,
+  assetScopeCondition,
+  containerWorkColumns,
+  likePattern,
+  pageSql,
+  SqlParams,
+  toAssetRef,
+  toContainerWork,
+  type Column,
+  type ListStatement,
+  type Row,
+  type TelemetryScope,
+} from './sql.ts';
+
+export interface SessionFilter {
+  from: Date;
+  to: Date;
+  assetId?: string | undefined;
+  identifier?: string | undefined;
+  q?: string | undefined;
+}
+
+/** An open session has no end reason yet; the API calls it "ongoing". */
+const endReasonSql = (alias: string) => `coalesce(${alias}.end_reason, 'ongoing')`;
+
+const sessionContainerWork = (alias: string) =>
+  containerWorkColumns({
+    cycles: `${alias}.container_cycle_count`,
+    loadedSeconds: `${alias}.loaded_seconds`,
+    emptySeconds: `${alias}.empty_seconds`,
+    loadedDistance: `${alias}.loaded_distance_m`,
+    emptyDistance: `${alias}.empty_distance_m`,
+  });
+
+const usageSessionColumns: Column[] = [
+  { name: 'id', sql: 'us.id', type: 'text' },
+  ...assetRefColumns,
+  { name: 'deviceId', sql: 'd.device_id', type: 'text' },
+  { name: 'identifier', sql: "coalesce(us.identifier, '')", type: 'text' },
+  { name: 'operatorName', sql: "coalesce(o.operator_name, '')", type: 'text' },
+  { name: 'startReason', sql: 'us.start_reason', type: 'text' },
+  { name: 'endReason', sql: endReasonSql('us'), type: 'text' },
+  { name: 'startTs', sql: 'us.start_ts', type: 'time' },
+  { name: 'endTs', sql: 'us.end_ts', type: 'time' },
+  { name: 'confidence', sql: 'us.confidence', type: 'number' },
+  { name: 'distanceM', sql: 'round(us.distance_m::numeric, 1)', type: 'number' },
+  { name: 'durationSeconds', sql: 'us.duration_seconds', type: 'int' },
+  { name: 'movingSeconds', sql: 'us.moving_seconds', type: 'int' },
+  { name: 'stationaryRunningSeconds', sql: 'us.stationary_running_seconds', type: 'int' },
+  { name: 'stopCount', sql: 'us.stop_count', type: 'int' },
+  { name: 'tripCount', sql: 'us.trip_count', type: 'int' },
+  { name: 'imuAnomalyCount', sql: 'us.imu_anomaly_count', type: 'int' },
+  { name: 'imuSampleCount', sql: 'us.imu_sample_count', type: 'int' },
+  { name: 'hourmeterDelta', sql: 'us.hourmeter_delta', type: 'int' },
+  ...sessionContainerWork('us'),
+];
+
+const identifierSessionColumns: Column[] = [
+  { name: 'id', sql: 'ids.id', type: 'text' },
+  ...assetRefColumns,
+  { name: 'deviceId', sql: 'd.device_id', type: 'text' },
+  { name: 'identifier', sql: 'ids.identifier', type: 'text' },
+  { name: 'operatorName', sql: "coalesce(o.operator_name, '')", type: 'text' },
+  { name: 'endReason', sql: endReasonSql('ids'), type: 'text' },
+  { name: 'startTs', sql: 'ids.start_ts', type: 'time' },
+  { name: 'endTs', sql: 'ids.end_ts', type: 'time' },
+  { name: 'confidence', sql: 'ids.confidence', type: 'number' },
+  { name: 'distanceM', sql: 'round(ids.distance_m::numeric, 1)', type: 'number' },
+  { name: 'durationSeconds', sql: 'ids.duration_seconds', type: 'int' },
+  { name: 'eventCount', sql: 'ids.event_count', type: 'int' },
+  { name: 'gpsPointCount', sql: 'ids.gps_point_count', type: 'int' },
+  { name: 'stopCount', sql: 'ids.stop_count', type: 'int' },
+  { name: 'tripCount', sql: 'ids.trip_count', type: 'int' },
+  ...sessionContainerWork('ids'),
+];
+
+/**
+ * Conditions shared by both session kinds: tenant (for the index), asset scope, and
+ * overlap with [from, to) — a session that began before `from` but ran into the range
+ * is included.
+ */
+function sessionConditions(params: SqlParams, alias: string, scope: TelemetryScope, filter: SessionFilter): string[] {
+  const conditions = [
+    `${alias}.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
+    assetScopeCondition(params, scope),
+    `${alias}.start_ts < ${params.add(filter.to, 'timestamptz')}`,
+    `${alias}.end_ts > ${params.add(filter.from, 'timestamptz')}`,
+  ];
+  if (filter.assetId) conditions.push(`${alias}.asset_id = ${params.add(filter.assetId, 'uuid')}`);
+  if (filter.identifier) conditions.push(`${alias}.identifier = ${params.add(filter.identifier, 'text')}`);
+  if (filter.q) {
+    const pattern = params.add(likePattern(filter.q), 'text');
+    conditions.push(
+      `(a.search_text LIKE ${pattern} OR lower(d.device_id) LIKE ${pattern} OR lower(coalesce(${alias}.identifier, '')) LIKE ${pattern}
+        OR lower(coalesce(o.operator_name, '')) LIKE ${pattern})`,
+    );
+  }
+  return conditions;
+}
+
+export function usageSessionStatement(scope: TelemetryScope, filter: SessionFilter): ListStatement {
+  const params = new SqlParams();
+  const conditions = sessionConditions(params, 'us', scope, filter);
+  return {
+    tag: 'listUsageSessions',
+    columns: usageSessionColumns,
+    body: `FROM usage_sessions us
+JOIN assets a ON a.id = us.asset_id
+LEFT JOIN asset_types t ON t.id = a.asset_type_id
+JOIN devices d ON d.id = us.device_id
+LEFT JOIN operators o ON o.tenant_id = us.tenant_id AND o.identifier = us.identifier
+WHERE ${conditions.join('\n  AND ')}`,
+    orderBy: 'us.start_ts DESC, us.id DESC',
+    params,
+  };
+}
+
+export function identifierSessionStatement(scope: TelemetryScope, filter: SessionFilter): ListStatement {
+  const params = new SqlParams();
+  const conditions = sessionConditions(params, 'ids', scope, filter);
+  return {
+    tag: 'listIdentifierSessions',
+    columns: identifierSessionColumns,
+    body: `FROM identifier_sessions ids
+JOIN assets a ON a.id = ids.asset_id
+LEFT JOIN asset_types t ON t.id = a.asset_type_id
+JOIN devices d ON d.id = ids.device_id
+LEFT JOIN operators o ON o.tenant_id = ids.tenant_id AND o.identifier = ids.identifier
+WHERE ${conditions.join('\n  AND ')}`,
+    orderBy: 'ids.start_ts DESC, ids.id DESC',
+    params,
+  };
+}
+
+export function toUsageSession(row: Row) {
+  return {
+    id: row.id as string,
+    assetId: row.assetId as string,
+    asset: toAssetRef(row),
+    deviceId: row.deviceId as string,
+    identifier: row.identifier as string,
+    operatorName: row.operatorName as string,
+    startReason: row.startReason as string,
+    endReason: row.endReason as string,
+    startTs: isoRequired(row.startTs as Date),
+    endTs: isoRequired(row.endTs as Date),
+    confidence: row.confidence as number,
+    distanceM: row.distanceM as number,
+    durationSeconds: row.durationSeconds as number,
+    movingSeconds: row.movingSeconds as number,
+    stationaryRunningSeconds: row.stationaryRunningSeconds as number,
+    stopCount: row.stopCount as number,
+    tripCount: row.tripCount as number,
+    imuAnomalyCount: row.imuAnomalyCount as number,
+    imuSampleCount: row.imuSampleCount as number,
+    hourmeterDelta: (row.hourmeterDelta as number | null) ?? null,
+    containerWork: toContainerWork(row),
+  };
+}
+
+export function toIdentifierSession(row: Row) {
+  return {
+    id: row.id as string,
+    assetId: row.assetId as string,
+    asset: toAssetRef(row),
+    identifier: row.identifier as string,
+    operatorName: row.operatorName as string,
+    endReason: row.endReason as string,
+    startTs: isoRequired(row.startTs as Date),
+    endTs: isoRequired(row.endTs as Date),
+    confidence: row.confidence as number,
+    distanceM: row.distanceM as number,
+    durationSeconds: row.durationSeconds as number,
+    eventCount: row.eventCount as number,
+    gpsPointCount: row.gpsPointCount as number,
+    stopCount: row.stopCount as number,
+    tripCount: row.tripCount as number,
+    containerWork: toContainerWork(row),
+  };
+}
+
+export async function listUsageSessions(db: Queryable, scope: TelemetryScope, filter: SessionFilter, limit: number, offset: number) {
+  const { text, values } = pageSql(usageSessionStatement(scope, filter), limit, offset);
+  return (await db.query(text, values)).rows.map(toUsageSession);
+}
+
+export async function listIdentifierSessions(db: Queryable, scope: TelemetryScope, filter: SessionFilter, limit: number, offset: number) {
+  const { text, values } = pageSql(identifierSessionStatement(scope, filter), limit, offset);
+  return (await db.query(text, values)).rows.map(toIdentifierSession);
+}
