@@ -13,6 +13,10 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
     GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     GANTRY_LOG_LEVEL: 'silent',
     GANTRY_LOG_FORMAT: 'json',
+    // Budgets no suite reaches, so tests are never throttled; rate-limit tests override them.
+    GANTRY_RATE_LIMIT_PER_SECOND: '100000',
+    GANTRY_RATE_LIMIT_BURST: '100000',
+    GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '100000',
     ...env,
   });
 }

@@ -5,6 +5,7 @@ import type { Outbox, Pool } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { createAuthenticator } from './http/auth.ts';
 import { errorsAndAccessLog, requestId, securityHeaders } from './http/middleware.ts';
+import { createRateLimiter } from './http/rate-limit.ts';
 import { RouteRegistry } from './http/route.ts';
 import { featureRoutes } from './features/index.ts';
 import type { ReadinessCheck } from './features/health/routes.ts';
@@ -23,16 +24,20 @@ export interface AppDeps {
 export interface App {
   koa: Koa;
   registry: RouteRegistry;
+  /** Releases what the app holds open (the rate-limit store connection). */
+  close(): Promise<void>;
 }
 
 export function createApp(deps: AppDeps): App {
-  const registry = new RouteRegistry().add(...featureRoutes(deps));
+  const registry: RouteRegistry = new RouteRegistry().add(...featureRoutes(deps, () => registry));
   const koa = new Koa({ proxy: true });
   koa.silent = true;
 
+  const rateLimiter = createRateLimiter(deps.config.rateLimit, deps.pool, deps.logger.child({ component: 'rate-limit' }));
   const router = registry.router({
     validateResponses: deps.validateResponses ?? false,
     authenticate: createAuthenticator(deps.pool, deps.config.http.adminToken),
+    before: (route) => rateLimiter.forRoute(route),
   });
 
   koa.use(requestId());
@@ -50,5 +55,5 @@ export function createApp(deps: AppDeps): App {
   );
   koa.use(router.routes());
   koa.use(router.allowedMethods());
-  return { koa, registry };
+  return { koa, registry, close: () => rateLimiter.close() };
 }

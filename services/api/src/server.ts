@@ -10,7 +10,7 @@ export interface ApiServer {
 
 /** Starts the API on host:port (port 0 picks a free one, as tests do). */
 export async function startApiServer(deps: AppDeps, listen: { host: string; port: number }): Promise<ApiServer> {
-  const { koa } = createApp(deps);
+  const { koa, close: closeApp } = createApp(deps);
   const server = http.createServer(koa.callback());
   // Slow or stalled clients must not hold connections forever.
   server.requestTimeout = deps.config.http.requestTimeoutMs;
@@ -30,6 +30,6 @@ export async function startApiServer(deps: AppDeps, listen: { host: string; port
         server.close(() => resolve());
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
-      }),
+      }).then(closeApp),
   };
 }

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../app.ts';
-import type { RouteSpec } from '../http/route.ts';
+import type { RouteRegistry, RouteSpec } from '../http/route.ts';
+import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { meRoutes } from './me/routes.ts';
 import { provisioningRoutes } from './provisioning/routes.ts';
@@ -9,7 +10,7 @@ import { telemetryRoutes } from './telemetry/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
 /** Every route of the API, feature by feature; each feature owns its folder. */
-export function featureRoutes(deps: AppDeps): RouteSpec[] {
+export function featureRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteSpec[] {
   return [
     ...healthRoutes(deps.readiness),
     ...meRoutes(),
@@ -18,5 +19,6 @@ export function featureRoutes(deps: AppDeps): RouteSpec[] {
     ...telemetryRoutes(deps),
     ...serviceRequestRoutes(deps),
     ...webhookRoutes(deps),
+    ...docsRoutes(deps, registry),
   ];
 }

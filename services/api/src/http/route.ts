@@ -49,6 +49,8 @@ export interface RouteSpec<
   /** Customer-scoped keys get 403 on this route (webhook subscriptions, say). */
   tenantKeyOnly?: boolean;
   deprecated?: boolean;
+  /** For deprecated routes: the path (relative to the base) that replaces it, sent as a `Link`. */
+  successor?: string;
   /** Keeps the route out of the OpenAPI document (health probes, metrics). */
   hidden?: boolean;
   /** Routes with a rate budget of their own (exports). */
@@ -64,6 +66,9 @@ export interface RouteSpec<
   responses: Record<number, ResponseSpec>;
   handler: (ctx: Context, input: RouteInput<z.output<Q>, z.output<P>, z.output<B>>) => Promise<void>;
 }
+
+/** RFC 9745 `Deprecation` value of deprecated routes: deprecated since v1 1.0.0 (2026-01-01). */
+export const DEPRECATED_SINCE = '@1767225600';
 
 /** Identity function that keeps the handler's input types tied to the schemas. */
 export function defineRoute<Q extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodUndefined, B extends z.ZodType = z.ZodUndefined>(
@@ -161,6 +166,10 @@ export class RouteRegistry {
         fullPath,
         async (ctx, next) => {
           ctx.state.route = route;
+          if (route.deprecated) {
+            ctx.set('Deprecation', DEPRECATED_SINCE);
+            if (route.successor) ctx.set('Link', `<${basePaths[route.base]}${route.successor}>; rel="successor-version"`);
+          }
           ctx.state.auth = await options.authenticate(ctx, route);
           await next();
         },
