@@ -1,3 +1,4 @@
 export * from './geojson.ts';
 export * from './events.ts';
+export * from './device-messages.ts';
 export * from './webhooks.ts';
