@@ -25,7 +25,7 @@ export interface WebhookReceiver {
   held(): number;
   /** Answers every held request with this status. */
   release(status?: number): void;
-  /** Resolves once predicate(requests) holds; rejects with `what` after waitMs. */
+  /** Resolves once predicate(requests) holds (checked on every request and closed held request); rejects with `what` after waitMs. */
   waitFor(what: string, predicate: (requests: ReceivedWebhook[]) => boolean, waitMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -61,7 +61,10 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const decision = behaviour(record, index);
       if (decision === 'hang') {
         holding.set(res, record);
-        res.on('close', () => holding.delete(res));
+        res.on('close', () => {
+          holding.delete(res);
+          notify();
+        });
       } else {
         answer(res, record, decision.status, decision.body);
       }

@@ -5,10 +5,10 @@ import { silentLogger } from '@gantry/logger';
 import { runLoop } from '../../services/worker/src/loop.ts';
 import { webhookDeliveryLoop } from '../../services/worker/src/features/webhooks/loop.ts';
 
-/** Settings that keep delivery tests quick: 1 s backoff, 1 s timeout, fast polling. */
+/** Settings that keep delivery tests quick: 1 s backoff, 2 s timeout, fast polling. */
 export const fastWebhookEnv = {
   GANTRY_WEBHOOK_BACKOFF_SECONDS: '1,1',
-  GANTRY_WEBHOOK_TIMEOUT_SECONDS: '1',
+  GANTRY_WEBHOOK_TIMEOUT_SECONDS: '2',
   GANTRY_WORKER_POLL_MS: '50',
 };
 

@@ -165,7 +165,7 @@ describe('webhook delivery to a real receiver', () => {
     await waitForDeliveries(db.pool, 'delivered', (rows) => rows.some((row) => row.id === delivery.id && row.status === 'delivered'));
     const detail = await json(await api.external(`/webhooks/deliveries/${delivery.id}`, tenant.tenantKey));
     expect(detail.attempts.map((attempt: any) => [attempt.attempt, attempt.httpStatus, attempt.error])).toEqual([
-      [1, null, 'timed out after 1 s'],
+      [1, null, 'timed out after 2 s'],
       [2, 200, ''],
     ]);
     expect(hook.requests[0]!.headers['x-service-webhook-id']).toBe(hook.requests[1]!.headers['x-service-webhook-id']);
@@ -240,7 +240,8 @@ describe('webhook delivery to a real receiver', () => {
 
   it('signs the next attempt with a rotated secret', async () => {
     const hook = await receiver();
-    hook.respond((_request, index) => (index === 0 ? { status: 401 } : { status: 200 }));
+    // The first attempt is held until the secret is rotated, then refused.
+    hook.respond((_request, index) => (index === 0 ? 'hang' : { status: 200 }));
     const tenant = await createTenantWithKeys(db.pool, [], 'Rotation tenant');
     const subscription = await subscribe(tenant, hook.url, ['report.created']);
     await produceEvent(db.pool, tenant.tenantId, 'report.created', { id: 'r-rot' });
@@ -252,6 +253,7 @@ describe('webhook delivery to a real receiver', () => {
         body: JSON.stringify({ rotateSecret: true }),
       }),
     );
+    hook.release(401);
     await hook.waitFor('second attempt', (requests) => requests.length === 2);
     expect(signatureValid(hook.requests[0]!, subscription.secret!)).toBe(true);
     expect(signatureValid(hook.requests[1]!, rotated.secret)).toBe(true);

@@ -41,7 +41,9 @@ function startWorkerProcess(): ChildProcess {
       GANTRY_LOG_FORMAT: 'json',
       GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       GANTRY_WEBHOOK_BACKOFF_SECONDS: '1,1',
-      GANTRY_WEBHOOK_TIMEOUT_SECONDS: '2',
+      // Long enough that the kill always lands before an attempt times out; the lease
+      // (timeout + 5 s) is how long the killed worker's deliveries wait to be taken over.
+      GANTRY_WEBHOOK_TIMEOUT_SECONDS: '5',
       GANTRY_WORKER_POLL_MS: '100',
     },
     stdio: ['ignore', 'ignore', 'pipe'],

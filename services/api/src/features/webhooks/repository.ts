@@ -114,7 +114,7 @@ export async function failUndeliverable(db: Queryable, subscriptionId: string, r
   const { rowCount } = await db.query(
     `/* api:failUndeliverableWebhookDeliveries */
      UPDATE webhook_deliveries
-        SET status = 'failed', next_attempt_at = NULL, error = $2
+        SET status = 'failed', next_attempt_at = NULL, error = $2, locked_until = NULL, lease_token = NULL
       WHERE subscription_id = $1 AND status IN ('pending', 'retrying')
         AND (locked_until IS NULL OR locked_until <= now())
         AND ($2 = 'subscription deleted' OR event_id IS NOT NULL)`,

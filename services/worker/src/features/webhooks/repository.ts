@@ -178,7 +178,7 @@ export async function sweepOrphanedDeliveries(db: Queryable): Promise<number> {
   const { rowCount } = await db.query(
     `/* worker:sweepOrphanedWebhookDeliveries */
      UPDATE webhook_deliveries d
-        SET status = 'failed', next_attempt_at = NULL,
+        SET status = 'failed', next_attempt_at = NULL, locked_until = NULL, lease_token = NULL,
             error = CASE WHEN s.deleted_at IS NOT NULL THEN 'subscription deleted' ELSE 'subscription disabled' END
        FROM webhook_subscriptions s
       WHERE s.id = d.subscription_id
