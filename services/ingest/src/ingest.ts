@@ -1,0 +1,106 @@
+import os from 'node:os';
+import type { Config } from '@gantry/config';
+import type { Pool, StorageMode } from '@gantry/db';
+import type { Logger } from '@gantry/logger';
+import { Batcher } from './batcher.ts';
+import { ingestMetrics } from './metrics.ts';
+import { openIngestConnection, type IngestConnection } from './mqtt/connection.ts';
+import { parseMessage, type TimeBounds } from './pipeline/steps.ts';
+
+export interface IngestDeps {
+  config: Config;
+  pool: Pool;
+  logger: Logger;
+  storageMode: StorageMode;
+}
+
+export interface RunningIngest {
+  /** Flushes the open batch, acknowledges what committed, disconnects (keeping the session). */
+  stop(): Promise<void>;
+  isConnected(): boolean;
+}
+
+/** Bytes of an oversized payload kept in bronze for diagnosis. */
+export const OVERSIZED_PAYLOAD_BYTES = 4096;
+
+/** The stable client id of this process: configured, or one per host. */
+export function ingestClientId(config: Config): string {
+  return config.ingest.clientId ?? `gantry-ingest-${os.hostname()}`.slice(0, 64);
+}
+
+/** Time bounds of DESIGN §2 against a clock: not too far ahead, not older than silver's retention. */
+export function timeBounds(config: Config, now: number): TimeBounds {
+  return {
+    maxFutureMs: config.ingest.maxFutureSeconds * 1000,
+    maxAgeMs: config.retention.readingDays * 86_400_000,
+    now,
+  };
+}
+
+/**
+ * Starts the MQTT ingest: subscribes (persistent session, QoS 1), runs every message
+ * through the parse steps, writes batches (bronze + silver + device_state +
+ * derivation_queue in one transaction) and acknowledges each message after its batch
+ * committed. Resolves once subscribed.
+ */
+export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
+  const { config, pool } = deps;
+  const logger = deps.logger.child({ component: 'ingest' });
+  const url = config.mqtt.url;
+  if (!url) throw new Error('ingest needs an MQTT broker: set GANTRY_MQTT_URL');
+  const settings = config.ingest;
+
+  const batcher = new Batcher({
+    pool,
+    logger,
+    batchSize: settings.batchSize,
+    batchMs: settings.batchMs,
+    writers: settings.writers,
+    method: settings.writeMethod,
+    statementTimeoutMs: settings.statementTimeoutMs,
+    oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES,
+  });
+
+  const connection: IngestConnection = await openIngestConnection({
+    url,
+    username: config.mqtt.username,
+    password: config.mqtt.password,
+    clientId: ingestClientId(config),
+    sharedGroup: settings.sharedGroup,
+    sessionExpirySeconds: settings.sessionExpirySeconds,
+    maxInFlight: settings.maxInFlight,
+    connectTimeoutMs: 30_000,
+    logger,
+    onPacket(packet, settle) {
+      const receivedAt = Date.now();
+      const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+      const message = parseMessage(
+        { topic: packet.topic, payload, receivedAt },
+        { maxPayloadBytes: settings.maxPayloadBytes, bounds: timeBounds(config, receivedAt) },
+      );
+      ingestMetrics.received.inc({ type: message.messageType ?? 'unknown' });
+      if (packet.dup) ingestMetrics.redelivered.inc();
+      batcher.add({ message, settle });
+    },
+  });
+  logger.info({ storageMode: deps.storageMode, batchSize: settings.batchSize, batchMs: settings.batchMs, writers: settings.writers }, 'ingest started');
+
+  let stopping: Promise<void> | null = null;
+  return {
+    isConnected: () => connection.isConnected(),
+    stop() {
+      stopping ??= (async () => {
+        connection.pause();
+        const drained = await batcher.drain(settings.drainTimeoutMs);
+        if (!drained) {
+          batcher.abortRetries();
+          logger.warn({ pending: batcher.pending }, 'ingest stopped before every batch committed; the broker redelivers the rest');
+        }
+        connection.flushAcks();
+        await connection.close();
+        logger.info('ingest stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import { loadConfig } from '@gantry/config';
+import { onShutdown, openDatabase } from '@gantry/db';
+import { createLogger } from '@gantry/logger';
+import { collectDefaultMetrics } from 'prom-client';
+import { startMetricsServer } from './http.ts';
+import { startIngest } from './ingest.ts';
+
+/** The ingest on its own: `pnpm --filter @gantry/ingest start`. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ ...config.log, name: 'gantry-ingest' });
+  if (!config.databaseUrl) throw new Error('GANTRY_DATABASE_URL is required to run ingest on its own');
+  if (!config.mqtt.url) throw new Error('GANTRY_MQTT_URL is required to run ingest on its own');
+  collectDefaultMetrics();
+  const { pool, storageMode } = await openDatabase({ ...config, databaseUrl: config.databaseUrl }, logger, 'gantry-ingest');
+  const ingest = await startIngest({ config, pool, logger, storageMode });
+  const metrics = await startMetricsServer({ host: config.http.host, port: config.ingest.metricsPort, isHealthy: ingest.isConnected });
+  logger.info({ port: metrics.port }, 'ingest metrics and health listening');
+  onShutdown(logger, async () => {
+    await ingest.stop();
+    await metrics.close();
+    await pool.end();
+  });
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

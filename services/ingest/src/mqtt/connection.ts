@@ -1,0 +1,174 @@
+import mqtt, { type IClientOptions, type IConnackPacket, type MqttClient } from 'mqtt';
+import type { IPublishPacket } from 'mqtt-packet';
+import { TOPIC_PREFIX } from '@gantry/contracts';
+import type { Logger } from '@gantry/logger';
+import { ingestMetrics } from '../metrics.ts';
+import { attachDeferredAcks, type DeferredAcks } from './deferred-acks.ts';
+
+export interface IngestConnectionOptions {
+  url: string;
+  username?: string | undefined;
+  password?: string | undefined;
+  clientId: string;
+  /** Shared-subscription group ('' subscribes plainly). */
+  sharedGroup: string;
+  sessionExpirySeconds: number;
+  maxInFlight: number;
+  /** How long the first connection may take before start-up fails. */
+  connectTimeoutMs: number;
+  logger: Logger;
+  onPacket(packet: IPublishPacket, settle: () => void): void;
+}
+
+export interface IngestConnection {
+  protocolVersion: 4 | 5;
+  /** The subscription filter in use. */
+  filter: string;
+  isConnected(): boolean;
+  readonly unacked: number;
+  /** Stops taking new messages (before the final flush). */
+  pause(): void;
+  flushAcks(): void;
+  /** DISCONNECT, keeping the session (and anything it still holds) for the next start. */
+  close(): Promise<void>;
+}
+
+export class MqttConnectError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MqttConnectError';
+  }
+}
+
+/** CONNACK codes meaning "this broker does not speak MQTT 5" (3.1.1 code 1, MQTT 5 code 0x84). */
+const UNSUPPORTED_PROTOCOL = new Set([1, 132]);
+/** Bad credentials or not authorised: retrying will not help. */
+const REFUSED = new Set([4, 5, 134, 135]);
+
+export const DEVICE_TOPICS = `${TOPIC_PREFIX}/#`;
+
+interface Attempt {
+  client: MqttClient;
+  acks: DeferredAcks;
+  connack: IConnackPacket;
+}
+
+function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Attempt | 'unsupported'> {
+  const receiveMaximum = Math.min(65535, options.maxInFlight);
+  const clientOptions: IClientOptions = {
+    protocolVersion: version,
+    clientId: options.clientId,
+    clean: false,
+    username: options.username,
+    password: options.password,
+    keepalive: 30,
+    reconnectPeriod: 1000,
+    connectTimeout: 10_000,
+    resubscribe: false,
+    // A no-op logger skips mqtt.js' per-packet debug formatting.
+    log: () => undefined,
+    ...(version === 5 ? { properties: { sessionExpiryInterval: options.sessionExpirySeconds, receiveMaximum } } : {}),
+  };
+  const client = mqtt.connect(options.url, clientOptions);
+  const acks = attachDeferredAcks(client, {
+    maxUnacked: options.maxInFlight,
+    onPacket: options.onPacket,
+    onUnackedChange: (count) => ingestMetrics.inFlight.set(count),
+  });
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+      client.off('connect', onConnect);
+    };
+    const timer = setTimeout(() => {
+      settle();
+      client.end(true);
+      reject(new MqttConnectError(`could not connect to the MQTT broker at ${redact(options.url)} within ${options.connectTimeoutMs} ms`));
+    }, options.connectTimeoutMs);
+    const onConnect = (connack: IConnackPacket) => {
+      settle();
+      resolve({ client, acks, connack });
+    };
+    // Stays registered for the client's life: an 'error' without a listener would throw.
+    client.on('error', (error: Error & { code?: unknown }) => {
+      const code = typeof error.code === 'number' ? error.code : undefined;
+      if (!settled && code !== undefined && UNSUPPORTED_PROTOCOL.has(code)) {
+        settle();
+        client.end(true);
+        resolve('unsupported');
+      } else if (!settled && code !== undefined && REFUSED.has(code)) {
+        settle();
+        client.end(true);
+        reject(new MqttConnectError(`the MQTT broker refused the connection: ${error.message}`));
+      } else {
+        options.logger.warn({ err: { message: error.message, code: error.code } }, 'MQTT connection error; retrying');
+      }
+    });
+    client.on('connect', onConnect);
+  });
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//****@');
+}
+
+async function subscribe(client: MqttClient, filter: string): Promise<void> {
+  const granted = await client.subscribeAsync(filter, { qos: 1 });
+  const failed = granted.find((grant) => grant.qos !== 1);
+  if (failed) throw new MqttConnectError(`the broker refused the subscription ${filter} (granted ${failed.qos})`);
+}
+
+/**
+ * Connects the ingest consumer: MQTT 5 with clean start off, a session expiry and a
+ * Receive Maximum, subscribed through the shared group; falls back to MQTT 3.1.1
+ * (clean session off, plain subscription) where the broker refuses MQTT 5 (aedes, the
+ * embedded broker) and to a plain subscription where shared subscriptions are not
+ * available.
+ */
+export async function openIngestConnection(options: IngestConnectionOptions): Promise<IngestConnection> {
+  const log = options.logger;
+  let result = await attempt(5, options);
+  let version: 4 | 5 = 5;
+  if (result === 'unsupported') {
+    log.warn('the MQTT broker does not speak MQTT 5; using MQTT 3.1.1 with a persistent session and a plain subscription');
+    version = 4;
+    result = await attempt(4, options);
+    if (result === 'unsupported') throw new MqttConnectError('the MQTT broker accepts neither MQTT 5 nor MQTT 3.1.1');
+  }
+  const { client, acks, connack } = result;
+  let shared = version === 5 && options.sharedGroup !== '';
+  if (shared && connack.properties?.sharedSubscriptionAvailable === false) {
+    log.warn('the MQTT broker has no shared subscriptions; subscribing plainly (run one ingest process only)');
+    shared = false;
+  }
+  const filter = shared ? `$share/${options.sharedGroup}/${DEVICE_TOPICS}` : DEVICE_TOPICS;
+
+  await subscribe(client, filter);
+  ingestMetrics.connected.set(1);
+  log.info({ protocolVersion: version, filter, clientId: options.clientId, sessionPresent: connack.sessionPresent }, 'ingest subscribed');
+
+  // Later reconnects resume the session; subscribing again is harmless and covers a session the broker lost.
+  client.on('connect', (again) => {
+    ingestMetrics.connected.set(1);
+    log.info({ sessionPresent: again.sessionPresent }, 'MQTT reconnected');
+    subscribe(client, filter).catch((error: unknown) => log.error({ err: error }, 'MQTT resubscribe failed'));
+  });
+  client.on('close', () => ingestMetrics.connected.set(0));
+
+  return {
+    protocolVersion: version,
+    filter,
+    isConnected: () => client.connected,
+    get unacked() {
+      return acks.unacked;
+    },
+    pause: () => acks.pause(),
+    flushAcks: () => acks.flush(),
+    close: async () => {
+      await client.endAsync(false);
+      ingestMetrics.connected.set(0);
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import type { Duplex } from 'node:stream';
+import type { MqttClient } from 'mqtt';
+import { generate, type IPublishPacket } from 'mqtt-packet';
+
+/**
+ * Acknowledging QoS 1 messages after their batch committed, without stalling the stream.
+ *
+ * mqtt.js hands incoming PUBLISH packets to `client.handleMessage(packet, callback)` one
+ * at a time: it parses the next packet only after the callback ran, and sends the PUBACK
+ * from inside it. Holding the callback until commit therefore means one message in
+ * flight per connection. Instead the callback is called at once with an error
+ * sentinel, which makes mqtt.js skip its PUBACK and move on (documented behaviour of
+ * handleMessage; covered by mqtt.js' own tests); the PUBACKs are written here later,
+ * in receive order (MQTT-4.6.0-2), several per socket write, and only on the network
+ * connection the message arrived on — a packet id means nothing on a later
+ * connection, where the broker redelivers instead.
+ *
+ * Flow control: the broker stops at our Receive Maximum (MQTT 5). Past `maxUnacked`
+ * (the only limit on MQTT 3.1.1) the callback is held, mqtt.js stops reading the
+ * socket and TCP back-pressure reaches the broker: memory stays bounded.
+ */
+const DEFERRED = new Error('PUBACK deferred until the batch is committed');
+
+interface Pending {
+  messageId: number;
+  stream: Duplex;
+  done: boolean;
+}
+
+export interface DeferredAcks {
+  /** Messages received and not yet acknowledged (or forgotten with their connection). */
+  readonly unacked: number;
+  /** Stops taking messages: later packets are neither processed nor acknowledged (the broker redelivers them). */
+  pause(): void;
+  /** Writes every PUBACK that is due now. */
+  flush(): void;
+}
+
+export interface DeferredAckOptions {
+  maxUnacked: number;
+  /** A packet to process; call settle() once it is safely stored. */
+  onPacket(packet: IPublishPacket, settle: () => void): void;
+  onUnackedChange?(count: number): void;
+}
+
+export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptions): DeferredAcks {
+  // A ring would save the occasional splice; the head index keeps shifting O(1).
+  let pending: Pending[] = [];
+  let head = 0;
+  let stalled: (() => void) | null = null;
+  let paused = false;
+  let flushQueued = false;
+
+  const unacked = () => pending.length - head;
+  const report = () => options.onUnackedChange?.(unacked());
+
+  const release = () => {
+    if (stalled !== null && !paused && unacked() < options.maxUnacked) {
+      const resume = stalled;
+      stalled = null;
+      resume();
+    }
+  };
+
+  const flush = () => {
+    flushQueued = false;
+    const buffers: Buffer[] = [];
+    const current = client.stream as Duplex | undefined;
+    const live = current !== undefined && client.connected && !current.destroyed && current.writable;
+    const protocolVersion = client.options.protocolVersion ?? 4;
+    while (head < pending.length && pending[head]!.done) {
+      const entry = pending[head]!;
+      head += 1;
+      if (live && entry.stream === current) {
+        buffers.push(generate({ cmd: 'puback', messageId: entry.messageId }, { protocolVersion }));
+      }
+    }
+    if (head > 4096 && head * 2 > pending.length) {
+      pending = pending.slice(head);
+      head = 0;
+    }
+    if (buffers.length > 0) current!.write(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers));
+    report();
+    release();
+  };
+
+  const scheduleFlush = () => {
+    if (flushQueued) return;
+    flushQueued = true;
+    queueMicrotask(flush);
+  };
+
+  client.handleMessage = (packet, callback) => {
+    if (paused) {
+      // Neither processed nor acknowledged: the session redelivers it after a restart.
+      stalled = () => callback(DEFERRED);
+      return;
+    }
+    const publish = packet as IPublishPacket;
+    if (publish.qos === 0 || publish.messageId === undefined) {
+      options.onPacket(publish, () => undefined);
+      callback();
+      return;
+    }
+    const entry: Pending = { messageId: publish.messageId, stream: client.stream as Duplex, done: false };
+    pending.push(entry);
+    options.onPacket(publish, () => {
+      entry.done = true;
+      scheduleFlush();
+    });
+    report();
+    if (unacked() >= options.maxUnacked) stalled = () => callback(DEFERRED);
+    else callback(DEFERRED);
+  };
+
+  // mqtt.js drops the old connection's packet pump on close; a held callback belongs to it.
+  client.on('close', () => {
+    if (stalled !== null && !paused) {
+      const resume = stalled;
+      stalled = null;
+      resume();
+    }
+  });
+
+  return {
+    get unacked() {
+      return unacked();
+    },
+    pause() {
+      paused = true;
+    },
+    flush,
+  };
+}

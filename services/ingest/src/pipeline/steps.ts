@@ -1,0 +1,235 @@
+import type { z } from 'zod';
+import {
+  DEVICE_ID_PATTERN,
+  TOPIC_PREFIX,
+  deviceTimestampSchema,
+  isDeviceMessageType,
+  isReadingType,
+  readingPayloadSchemas,
+  type DeviceMessageType,
+  type Reading,
+  type ReadingType,
+} from '@gantry/contracts';
+import { ok, rejected, type RejectionReason, type StepResult } from './result.ts';
+
+/** A message as it came off the broker. */
+export interface RawMessage {
+  topic: string;
+  payload: Buffer;
+  /** Receive time, epoch milliseconds. */
+  receivedAt: number;
+}
+
+export interface TimeBounds {
+  /** Readings more than this far ahead of the receive time are rejected. */
+  maxFutureMs: number;
+  /** Readings older than this (the silver retention window) are rejected. */
+  maxAgeMs: number;
+  /** The clock the age is measured against (now; the receive time for live ingest). */
+  now: number;
+}
+
+export interface EntryRejection {
+  index: number;
+  reason: RejectionReason;
+  detail: string;
+}
+
+/** What the per-message steps make of a raw message, before devices are resolved. */
+export interface ParsedMessage {
+  raw: RawMessage;
+  deviceKey: string | null;
+  messageType: string | null;
+  /** Device time of the message: its ts, or for a batch the newest entry's; null if unknown. */
+  deviceTs: number | null;
+  /** Valid readings, in payload order. */
+  readings: Reading[];
+  /** Set when the whole message is rejected. */
+  rejection: { reason: RejectionReason; detail: string } | null;
+  /** Entries of a batch that were rejected (the rest are in readings). */
+  entryRejections: EntryRejection[];
+}
+
+const TOPIC_LEVELS = TOPIC_PREFIX.split('/').length + 2;
+
+export function parseTopicStep(topic: string): StepResult<{ deviceKey: string; messageType: DeviceMessageType }> {
+  const levels = topic.split('/');
+  if (levels.length !== TOPIC_LEVELS || !topic.startsWith(`${TOPIC_PREFIX}/`)) {
+    return rejected('unknown_topic', `topic must be ${TOPIC_PREFIX}/{deviceId}/{type}`);
+  }
+  const deviceKey = levels[TOPIC_LEVELS - 2]!;
+  const messageType = levels[TOPIC_LEVELS - 1]!;
+  if (!isDeviceMessageType(messageType)) {
+    return rejected('unknown_message_type', `"${clip(messageType, 40)}" is not a message type (gps, adcin, hourmeter, imu, identifier, heartbeat, batch)`);
+  }
+  if (!DEVICE_ID_PATTERN.test(deviceKey)) {
+    return rejected('unknown_device', 'the device id in the topic is not a valid device id (1-64 of A-Z a-z 0-9 . _ : -)');
+  }
+  return ok({ deviceKey, messageType });
+}
+
+export function checkSizeStep(payload: Buffer, maxBytes: number): StepResult<Buffer> {
+  if (payload.length > maxBytes) {
+    return rejected('payload_too_large', `payload is ${payload.length} bytes, the limit is ${maxBytes}`);
+  }
+  return ok(payload);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function decodeStep(payload: Buffer): StepResult<string> {
+  try {
+    return ok(utf8.decode(payload));
+  } catch {
+    return rejected('invalid_utf8', 'payload is not valid UTF-8');
+  }
+}
+
+export function parseJsonStep(text: string): StepResult<unknown> {
+  try {
+    return ok(JSON.parse(text) as unknown);
+  } catch (error) {
+    return rejected('invalid_json', `payload is not JSON: ${clip((error as Error).message, 120)}`);
+  }
+}
+
+/** The value at a zod issue path inside the input, to tell "missing" from "wrong type". */
+function valueAt(input: unknown, path: PropertyKey[]): unknown {
+  let current = input;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+/** Turns the first zod issue into a reason code and a message naming the field. */
+export function reasonFromIssues(issues: z.core.$ZodIssue[], input: unknown): { reason: RejectionReason; detail: string } {
+  const issue = issues[0]!;
+  const field = issue.path.map(String).join('.') || 'payload';
+  const value = valueAt(input, issue.path);
+  const shown = typeof value === 'number' || typeof value === 'boolean' ? ` (got ${value})` : typeof value === 'string' ? ` (got "${clip(value, 40)}")` : '';
+  const detail = `${field}: ${issue.message}${shown}`;
+  const top = String(issue.path[0] ?? '');
+  let reason: RejectionReason;
+  if (top === 'ts') reason = value === undefined ? 'missing_field' : 'invalid_timestamp';
+  else if (issue.code === 'invalid_type' && value === undefined) reason = 'missing_field';
+  else if (top === 'lat' || top === 'lon') reason = 'invalid_coordinates';
+  else if (issue.code === 'invalid_type') reason = 'invalid_field_type';
+  else if (issue.code === 'too_big' || issue.code === 'too_small') reason = 'value_out_of_range';
+  else reason = 'invalid_field_value';
+  return { reason, detail };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Validates one reading payload of a known type with its zod schema. */
+export function validateReadingStep(type: ReadingType, value: unknown): StepResult<Reading> {
+  if (!isPlainObject(value)) return rejected('invalid_payload', `a ${type} payload must be a JSON object`);
+  const parsed = readingPayloadSchemas[type].safeParse(value);
+  if (!parsed.success) {
+    const { reason, detail } = reasonFromIssues(parsed.error.issues, value);
+    return rejected(reason, detail);
+  }
+  return ok({ type, ...parsed.data } as Reading);
+}
+
+export function checkTimeBoundsStep(reading: Reading, receivedAt: number, bounds: TimeBounds): StepResult<Reading> {
+  if (reading.ts > receivedAt + bounds.maxFutureMs) {
+    const ahead = Math.round((reading.ts - receivedAt) / 1000);
+    return rejected('future_timestamp', `ts ${new Date(reading.ts).toISOString()} is ${ahead} s ahead of the receive time (limit ${bounds.maxFutureMs / 1000} s)`);
+  }
+  if (reading.ts < bounds.now - bounds.maxAgeMs) {
+    return rejected('stale_timestamp', `ts ${new Date(reading.ts).toISOString()} is older than the retention window of ${Math.round(bounds.maxAgeMs / 86_400_000)} days`);
+  }
+  return ok(reading);
+}
+
+/** Best-effort device time of a rejected payload (for delay statistics), or null. */
+function looseTs(value: unknown): number | null {
+  if (!isPlainObject(value)) return null;
+  const ts = deviceTimestampSchema.safeParse(value.ts);
+  return ts.success ? ts.data : null;
+}
+
+function reading(type: ReadingType, value: unknown, receivedAt: number, bounds: TimeBounds): StepResult<Reading> {
+  const valid = validateReadingStep(type, value);
+  return valid.ok ? checkTimeBoundsStep(valid.value, receivedAt, bounds) : valid;
+}
+
+/**
+ * The per-message steps: topic → size → UTF-8 → JSON → schema → time bounds. Pure and
+ * synchronous; device resolution and deduplication happen per batch (storage).
+ */
+export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number; bounds: TimeBounds }): ParsedMessage {
+  const message: ParsedMessage = {
+    raw,
+    deviceKey: null,
+    messageType: null,
+    deviceTs: null,
+    readings: [],
+    rejection: null,
+    entryRejections: [],
+  };
+  const reject = (result: { reason: RejectionReason; detail: string }) => {
+    message.rejection = { reason: result.reason, detail: result.detail };
+    return message;
+  };
+
+  const levels = raw.topic.split('/');
+  if (levels.length === TOPIC_LEVELS) {
+    message.deviceKey = clip(levels[TOPIC_LEVELS - 2]!, 200);
+    message.messageType = clip(levels[TOPIC_LEVELS - 1]!, 40);
+  }
+  const topic = parseTopicStep(raw.topic);
+  if (!topic.ok) return reject(topic);
+  const size = checkSizeStep(raw.payload, options.maxPayloadBytes);
+  if (!size.ok) return reject(size);
+  const text = decodeStep(raw.payload);
+  if (!text.ok) return reject(text);
+  const json = parseJsonStep(text.value);
+  if (!json.ok) return reject(json);
+
+  const type = topic.value.messageType;
+  if (type !== 'batch') {
+    const result = reading(type, json.value, raw.receivedAt, options.bounds);
+    if (!result.ok) {
+      message.deviceTs = looseTs(json.value);
+      return reject(result);
+    }
+    message.readings.push(result.value);
+    message.deviceTs = result.value.ts;
+    return message;
+  }
+
+  if (!Array.isArray(json.value)) return reject({ reason: 'invalid_payload', detail: 'a batch payload must be a JSON array of typed readings' });
+  if (json.value.length === 0) return reject({ reason: 'empty_batch', detail: 'the batch holds no readings' });
+  json.value.forEach((entry: unknown, index) => {
+    const entryType = isPlainObject(entry) ? entry.type : undefined;
+    let result: StepResult<Reading>;
+    if (!isPlainObject(entry)) result = rejected('invalid_payload', 'a batch entry must be a JSON object');
+    else if (!isReadingType(entryType)) {
+      result =
+        entryType === undefined
+          ? rejected('missing_field', 'type: a batch entry needs a type')
+          : rejected('unknown_message_type', `type: "${clip(String(entryType), 40)}" is not a reading type`);
+    } else result = reading(entryType, entry, raw.receivedAt, options.bounds);
+    if (result.ok) {
+      message.readings.push(result.value);
+      if (message.deviceTs === null || result.value.ts > message.deviceTs) message.deviceTs = result.value.ts;
+    } else {
+      message.entryRejections.push({ index, reason: result.reason, detail: result.detail });
+    }
+  });
+  if (message.readings.length === 0) {
+    const first = message.entryRejections[0]!;
+    return reject({ reason: first.reason, detail: `every entry was rejected; entry ${first.index}: ${first.detail}` });
+  }
+  return message;
+}
+
+export function clip(value: string, max: number): string {
+  return value.length > max ? `${value.slice(0, max)}…` : value;
+}

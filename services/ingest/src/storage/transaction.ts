@@ -1,0 +1,38 @@
+import { isConnectionError, type Pool, type PoolClient } from '@gantry/db';
+
+/**
+ * One round trip opens the transaction and bounds every statement in it: a batch that
+ * waits on a lock (a worker holding a derivation_queue row) or a silent network fails
+ * and is retried instead of stalling ingest forever.
+ */
+export async function inTransaction<T>(pool: Pool, statementTimeoutMs: number, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.trunc(statementTimeoutMs))}`);
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
+    throw error;
+  } finally {
+    // A connection that failed mid-transaction is not given back to the pool.
+    client.release(broken);
+  }
+}
+
+/**
+ * Errors caused by the data of a batch (SQLSTATE classes 22 data_exception and 23
+ * integrity_constraint_violation), or a TypeError/RangeError while encoding it:
+ * retrying the same batch cannot help, so it is split to isolate the message. Anything else (outage, deadlock, timeout, a schema not yet
+ * migrated) is retried with backoff and nothing is acknowledged meanwhile.
+ */
+export function isDataError(error: unknown): boolean {
+  if (isConnectionError(error)) return false;
+  if (error instanceof TypeError || error instanceof RangeError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23)/.test(code);
+}

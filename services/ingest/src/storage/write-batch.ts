@@ -1,0 +1,307 @@
+import { from as copyFrom } from 'pg-copy-streams';
+import type { PoolClient } from '@gantry/db';
+import type { ParsedMessage } from '../pipeline/steps.ts';
+import { clip } from '../pipeline/steps.ts';
+import type { RejectionReason } from '../pipeline/result.ts';
+import { columnArrays, copyText, unnestCall, type Cell, type Column } from './encode.ts';
+import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
+import { bronzeColumns, silverColumns, stateAssignments, stateColumns, toSilverRow, type DeviceRecord } from './tables.ts';
+
+export type BronzeStatus = 'accepted' | 'rejected' | 'duplicate' | 'partial';
+export type WriteMethod = 'unnest' | 'copy';
+
+/** What became of one message: its bronze row's status and reason. */
+export interface MessageOutcome {
+  status: BronzeStatus;
+  reason: RejectionReason | null;
+  detail: string | null;
+  /** Readings this message added to silver. */
+  storedReadings: number;
+  device: DeviceRecord | null;
+}
+
+/** A bronze row being re-parsed by replay: its identity and what it said before. */
+export interface ReplayTarget {
+  id: number;
+  receivedAt: number;
+  status: BronzeStatus;
+  readingCount: number;
+}
+
+export interface WriteOptions {
+  method: WriteMethod;
+  /** Bytes of an oversized payload kept in bronze (its real size is in payload_size). */
+  oversizedPayloadBytes: number;
+  /** Replay: update these bronze rows (same order as the messages) instead of inserting. */
+  replay?: ReplayTarget[];
+}
+
+export interface BatchResult {
+  outcomes: MessageOutcome[];
+  storedReadings: number;
+}
+
+interface Candidate {
+  key: string;
+  owner: number;
+  row: Cell[];
+}
+
+const stateUpsertSql = `/* ingest:upsertDeviceState */
+INSERT INTO device_state AS s (${stateColumns.map((column) => column.name).join(', ')})
+SELECT * FROM ${unnestCall(stateColumns)}
+ON CONFLICT (device_id) DO UPDATE SET
+    ${stateAssignments()}`;
+
+const queueUpsertSql = `/* ingest:markDirty */
+INSERT INTO derivation_queue AS q (device_id, tenant_id, dirty_from)
+SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[])
+ON CONFLICT (device_id) DO UPDATE SET dirty_from = least(q.dirty_from, excluded.dirty_from), marked_at = now()`;
+
+const silverNames = silverColumns.map((column) => column.name).join(', ');
+const bronzeNames = bronzeColumns.map((column) => column.name).join(', ');
+
+/** Clients (pool connections) that already hold the COPY staging table. */
+const stagingReady = new WeakSet<PoolClient>();
+
+async function copyInto(client: PoolClient, table: string, columns: readonly Column[], rows: Cell[][]): Promise<void> {
+  const names = columns.map((column) => column.name).join(', ');
+  await new Promise<void>((resolve, reject) => {
+    const stream = client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN`));
+    stream.on('error', reject);
+    stream.on('finish', resolve);
+    stream.end(copyText(columns, rows));
+  });
+}
+
+/** Inserts new readings, skipping (device, type, ts) already stored; returns the keys inserted. */
+async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteMethod): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  let result;
+  if (method === 'copy') {
+    if (!stagingReady.has(client)) {
+      await client.query(
+        `CREATE TEMP TABLE IF NOT EXISTS ingest_readings_staging (LIKE telemetry_readings) ON COMMIT DELETE ROWS`,
+      );
+      stagingReady.add(client);
+    }
+    await copyInto(client, 'ingest_readings_staging', silverColumns, rows);
+    result = await client.query<{ device_id: string; type: string; ts: Date }>(
+      `/* ingest:insertReadings */ INSERT INTO telemetry_readings (${silverNames})
+       SELECT ${silverNames} FROM ingest_readings_staging ORDER BY device_id, type, ts
+       ON CONFLICT DO NOTHING RETURNING device_id, type, ts`,
+    );
+  } else {
+    result = await client.query<{ device_id: string; type: string; ts: Date }>(
+      `/* ingest:insertReadings */ INSERT INTO telemetry_readings (${silverNames})
+       SELECT * FROM ${unnestCall(silverColumns)} ON CONFLICT DO NOTHING RETURNING device_id, type, ts`,
+      columnArrays(silverColumns, rows),
+    );
+  }
+  const inserted = new Set<string>();
+  for (const row of result.rows) inserted.add(`${row.device_id}|${row.type}|${row.ts.getTime()}`);
+  return inserted;
+}
+
+async function insertBronze(client: PoolClient, rows: Cell[][], method: WriteMethod): Promise<void> {
+  if (method === 'copy') return copyInto(client, 'device_messages', bronzeColumns, rows);
+  await client.query(
+    `/* ingest:insertMessages */ INSERT INTO device_messages (${bronzeNames}) SELECT * FROM ${unnestCall(bronzeColumns)}`,
+    columnArrays(bronzeColumns, rows),
+  );
+}
+
+const replayColumns: readonly Column[] = [
+  { name: 'id', kind: 'int8' },
+  { name: 'received_at', kind: 'timestamptz' },
+  { name: 'device_id', kind: 'uuid' },
+  { name: 'tenant_id', kind: 'uuid' },
+  { name: 'asset_id', kind: 'uuid' },
+  { name: 'status', kind: 'text' },
+  { name: 'error', kind: 'text' },
+  { name: 'error_detail', kind: 'text' },
+  { name: 'device_ts', kind: 'timestamptz' },
+  { name: 'reading_count', kind: 'int4' },
+];
+
+async function updateBronze(client: PoolClient, rows: Cell[][]): Promise<void> {
+  const names = replayColumns.map((column) => column.name);
+  await client.query(
+    `/* ingest:replayMessages */ UPDATE device_messages m SET
+       ${names.slice(2).map((name) => `${name} = u.${name}`).join(', ')}
+     FROM ${unnestCall(replayColumns)} AS u(${names.join(', ')})
+     WHERE m.id = u.id AND m.received_at = u.received_at`,
+    columnArrays(replayColumns, rows),
+  );
+}
+
+export async function resolveDevices(client: PoolClient, keys: Iterable<string>): Promise<Map<string, DeviceRecord>> {
+  const unique = [...new Set(keys)];
+  const devices = new Map<string, DeviceRecord>();
+  if (unique.length === 0) return devices;
+  const { rows } = await client.query<{ device_id: string; id: string; tenant_id: string; asset_id: string | null; enabled: boolean }>(
+    `/* ingest:resolveDevices */ SELECT device_id, id, tenant_id, asset_id, enabled FROM devices WHERE device_id = ANY($1::text[])`,
+    [unique],
+  );
+  for (const row of rows) devices.set(row.device_id, { id: row.id, tenantId: row.tenant_id, assetId: row.asset_id, enabled: row.enabled });
+  return devices;
+}
+
+function partialDetail(message: ParsedMessage): string {
+  const first = message.entryRejections[0]!;
+  const total = message.readings.length + message.entryRejections.length;
+  return `${message.entryRejections.length} of ${total} entries rejected; entry ${first.index}: ${first.detail}`;
+}
+
+/**
+ * Writes one batch inside the caller's transaction: resolves devices, inserts new
+ * readings into silver (duplicates by (device, type, ts) dropped), every message into
+ * bronze with its outcome, updates device_state (newer device time wins) and marks
+ * devices dirty for derivation from their earliest new reading. This is the one place
+ * where a rejection becomes a bronze row.
+ */
+export async function writeBatch(client: PoolClient, messages: ParsedMessage[], options: WriteOptions): Promise<BatchResult> {
+  const devices = await resolveDevices(
+    client,
+    messages.flatMap((message) => (message.deviceKey === null ? [] : [message.deviceKey])),
+  );
+
+  const outcomes: MessageOutcome[] = new Array(messages.length);
+  const candidates: Candidate[] = [];
+  const seen = new Set<string>();
+  const keysOf: string[][] = new Array(messages.length);
+  const deltas = new Map<string, DeviceStateDelta>();
+
+  messages.forEach((message, index) => {
+    const device = message.deviceKey === null ? null : (devices.get(message.deviceKey) ?? null);
+    const receivedAt = message.raw.receivedAt;
+    let delta: DeviceStateDelta | undefined;
+    if (device?.enabled) {
+      delta = deltas.get(device.id);
+      if (!delta) deltas.set(device.id, (delta = newStateDelta(device, receivedAt)));
+      else noteReceived(delta, receivedAt);
+    }
+    if (message.rejection) {
+      outcomes[index] = { status: 'rejected', reason: message.rejection.reason, detail: message.rejection.detail, storedReadings: 0, device };
+      return;
+    }
+    if (!device) {
+      outcomes[index] = {
+        status: 'rejected',
+        reason: 'unknown_device',
+        detail: `device "${clip(message.deviceKey ?? '', 64)}" is not registered`,
+        storedReadings: 0,
+        device: null,
+      };
+      return;
+    }
+    if (!device.enabled) {
+      outcomes[index] = { status: 'rejected', reason: 'device_disabled', detail: 'the device is disabled; kept in bronze only', storedReadings: 0, device };
+      return;
+    }
+    const keys: string[] = [];
+    for (const reading of message.readings) {
+      noteReading(delta!, reading);
+      const key = `${device.id}|${reading.type}|${reading.ts}`;
+      keys.push(key);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      candidates.push({ key, owner: index, row: toSilverRow(device, reading, receivedAt) });
+    }
+    keysOf[index] = keys;
+    outcomes[index] = { status: 'accepted', reason: null, detail: null, storedReadings: 0, device };
+  });
+
+  // One lock order for every writer: concurrent batches touching the same keys never deadlock.
+  candidates.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const inserted = await insertReadings(
+    client,
+    candidates.map((candidate) => candidate.row),
+    options.method,
+  );
+
+  const dirtyFrom = new Map<string, { tenantId: string; ts: number }>();
+  let storedReadings = 0;
+  for (const candidate of candidates) {
+    if (!inserted.has(candidate.key)) continue;
+    outcomes[candidate.owner]!.storedReadings += 1;
+    storedReadings += 1;
+    const ts = candidate.row[4] as number;
+    const deviceId = candidate.row[1] as string;
+    const current = dirtyFrom.get(deviceId);
+    if (!current) dirtyFrom.set(deviceId, { tenantId: candidate.row[0] as string, ts });
+    else if (ts < current.ts) current.ts = ts;
+  }
+
+  messages.forEach((message, index) => {
+    const outcome = outcomes[index]!;
+    if (outcome.status !== 'accepted') return;
+    const previous = options.replay?.[index];
+    const wasStored = previous !== undefined && (previous.status === 'accepted' || previous.status === 'partial');
+    if (wasStored) outcome.storedReadings += previous.readingCount;
+    if (message.entryRejections.length > 0) {
+      outcome.status = 'partial';
+      outcome.reason = message.entryRejections[0]!.reason;
+      outcome.detail = partialDetail(message);
+    } else if (outcome.storedReadings === 0) {
+      outcome.status = 'duplicate';
+    }
+  });
+
+  if (options.replay) {
+    const replay = options.replay;
+    await updateBronze(
+      client,
+      messages.map((message, index) => {
+        const outcome = outcomes[index]!;
+        return [
+          replay[index]!.id,
+          replay[index]!.receivedAt,
+          outcome.device?.id ?? null,
+          outcome.device?.tenantId ?? null,
+          outcome.device?.assetId ?? null,
+          outcome.status,
+          outcome.reason,
+          outcome.detail === null ? null : clip(outcome.detail, 1000),
+          message.deviceTs,
+          outcome.storedReadings,
+        ];
+      }),
+    );
+  } else {
+    await insertBronze(
+      client,
+      messages.map((message, index) => {
+        const outcome = outcomes[index]!;
+        const payload = message.raw.payload;
+        return [
+          message.raw.receivedAt,
+          message.raw.topic,
+          message.deviceKey,
+          outcome.device?.id ?? null,
+          outcome.device?.tenantId ?? null,
+          outcome.device?.assetId ?? null,
+          message.messageType,
+          outcome.status,
+          outcome.reason,
+          outcome.detail === null ? null : clip(outcome.detail, 1000),
+          message.deviceTs,
+          outcome.storedReadings,
+          payload.length,
+          outcome.reason === 'payload_too_large' ? payload.subarray(0, options.oversizedPayloadBytes) : payload,
+        ];
+      }),
+      options.method,
+    );
+  }
+
+  if (deltas.size > 0) {
+    const rows = [...deltas.values()].sort((a, b) => (a.device.id < b.device.id ? -1 : 1)).map(toStateRow);
+    await client.query(stateUpsertSql, columnArrays(stateColumns, rows));
+  }
+  if (dirtyFrom.size > 0) {
+    const entries = [...dirtyFrom.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
+    await client.query(queueUpsertSql, [entries.map(([id]) => id), entries.map(([, v]) => v.tenantId), entries.map(([, v]) => new Date(v.ts))]);
+  }
+  return { outcomes, storedReadings };
+}
