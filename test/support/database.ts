@@ -39,7 +39,17 @@ export async function createTestDatabase(label: string, mode: StorageMode = 'pos
   if (!template) throw new Error(`no ${mode} template: this server cannot run ${mode} mode`);
   const name = `gantry_${label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 30)}_${randomBytes(3).toString('hex')}_test`;
   assertTestName(name);
-  await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  // Cloning fails while another session clones the same template (SQLSTATE 55006, other
+  // test files or other runs on this server); wait for it to finish and try again.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+      break;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55006' || attempt >= 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 200));
+    }
+  }
   const url = withDatabase(serverUrl(), name);
   const pool = createPool(url, { max: 10, applicationName: 'gantry-test' });
   return {
