@@ -1,0 +1,706 @@
+import type { Queryable } from '@gantry/db';
+import { iso } from '../../http/common-schemas.ts';
+import type {
+  ReportingAsset,
+  ReportingInspection,
+  ReportingRecentReport,
+  ReportingReport,
+} from './schemas.ts';
+
+// Reporting reads. Every query is scoped by tenant and, when `customerName` is set, by
+// exact customer name; callers never pass a wider scope than the key allows.
+
+type Row = Record<string, unknown>;
+
+export interface ReportingScope {
+  tenantId: string;
+  /** Exact customer name rows must carry; null = the whole tenant. */
+  customerName: string | null;
+}
+
+/** Numbered parameters for a statement assembled from fixed fragments. */
+class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown, cast: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${cast}`;
+  }
+}
+
+/** LIKE pattern matching `text` anywhere, case-insensitively, pattern characters taken literally. */
+export function containsPattern(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+}
+
+// Mappers -------------------------------------------------------------------------------
+
+const assetRefColumns = `a.id AS asset_id, a.identifier AS asset_identifier, a.name AS asset_name,
+  a.display_code AS asset_display_code, coalesce(at.name, '') AS asset_type_name, a.location AS asset_location,
+  a.customer_name AS asset_customer_name`;
+
+function toAssetRef(row: Row) {
+  return {
+    id: row.asset_id as string,
+    identifier: row.asset_identifier as string,
+    name: row.asset_name as string,
+    displayCode: row.asset_display_code as string,
+    assetType: row.asset_type_name as string,
+    location: row.asset_location as string,
+    customerName: row.asset_customer_name as string,
+  };
+}
+
+export function toReportingAsset(row: Row): ReportingAsset {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    identifier: row.identifier as string,
+    displayCode: row.display_code as string,
+    assetType: row.asset_type_name as string,
+    assetTypeId: (row.asset_type_id as string | null) ?? null,
+    location: row.location as string,
+    customerName: row.customer_name as string,
+    customerEmail: row.customer_email as string,
+    customerPhone: row.customer_phone as string,
+    lifecycleStatus: row.lifecycle_status as string,
+    operationalStatus: row.operational_status as string,
+    status: row.operational_status as string,
+    externalRef: row.external_ref as string,
+    latestImpact: row.latest_impact as string,
+    latestOutcome: row.latest_outcome as string,
+    createdAt: iso(row.created_at as Date),
+    updatedAt: iso(row.updated_at as Date),
+    latestInspectionAt: iso(row.latest_inspection_at as Date | null),
+    latestReportAt: iso(row.latest_report_at as Date | null),
+    inspectionCount: row.inspection_count as number,
+    reportCount: row.report_count as number,
+  };
+}
+
+/**
+ * Media counters from the stored media object: numbers are counts, arrays count their
+ * items, anything else is ignored; `total` sums them.
+ */
+export function toMediaCounters(media: unknown): { total: number } & Record<string, number> {
+  const counters: Record<string, number> = {};
+  let total = 0;
+  if (media !== null && typeof media === 'object' && !Array.isArray(media)) {
+    for (const [kind, value] of Object.entries(media as Record<string, unknown>)) {
+      if (kind === 'total') continue;
+      const count = Array.isArray(value) ? value.length : typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.trunc(value)) : null;
+      if (count === null) continue;
+      counters[kind] = count;
+      total += count;
+    }
+  }
+  return { ...counters, total };
+}
+
+const templateRefColumns = `t.id AS template_id, t.name AS template_name, t.status AS template_status,
+  t.latest_version AS template_latest_version`;
+
+function toTemplateRef(row: Row, version: number | null) {
+  const id = (row.template_id as string | null) ?? null;
+  return {
+    id,
+    name: (row.template_name as string | null) ?? null,
+    status: (row.template_status as string | null) ?? null,
+    version: id === null ? null : version,
+    latestVersion: (row.template_latest_version as number | null) ?? null,
+  };
+}
+
+function toReportingInspection(row: Row): ReportingInspection {
+  return {
+    id: row.id as string,
+    asset: toAssetRef(row),
+    status: row.status as string,
+    startedAt: iso(row.started_at as Date | null),
+    completedAt: iso(row.completed_at as Date | null),
+    occurredAt: iso(row.occurred_at as Date | null),
+    createdAt: iso(row.created_at as Date | null),
+    inspectorName: row.inspector_name as string,
+    operatorIdentifier: row.operator_identifier as string,
+    externalRef: row.external_ref as string,
+    notes: row.notes as string,
+    media: toMediaCounters(row.media),
+    report: {
+      id: (row.report_id as string | null) ?? null,
+      status: (row.report_status as string | null) ?? null,
+      impact: (row.report_impact_latest as string | null) ?? null,
+      outcome: (row.report_outcome_latest as string | null) ?? null,
+      rejectionReason: (row.report_rejection_reason as string | null) ?? null,
+      summary: (row.report_summary as string | null) ?? null,
+      createdAt: iso(row.report_created_at as Date | null),
+      count: row.report_count as number,
+    },
+    template: toTemplateRef(row, (row.template_version as number | null) ?? null),
+  };
+}
+
+function toReportingReport(row: Row): ReportingReport {
+  return {
+    id: row.id as string,
+    inspectionId: row.inspection_id as string,
+    asset: toAssetRef(row),
+    createdAt: iso(row.created_at as Date | null),
+    updatedAt: iso(row.updated_at as Date | null),
+    status: row.status as string,
+    impact: row.impact as string,
+    outcome: row.outcome as string,
+    rejectionReason: row.rejection_reason as string,
+    summary: row.summary as string,
+    externalRef: row.external_ref as string,
+    media: toMediaCounters(row.media),
+    template: toTemplateRef(row, (row.inspection_template_version as number | null) ?? null),
+  };
+}
+
+// Assets --------------------------------------------------------------------------------
+
+export interface AssetFilters {
+  q?: string | undefined;
+  status?: string | undefined;
+  assetType?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+const assetColumns = `a.id, a.name, a.identifier, a.display_code, a.location, a.customer_name, a.customer_email,
+  a.customer_phone, a.lifecycle_status, a.operational_status, a.external_ref, a.inspection_count, a.report_count,
+  a.latest_inspection_at, a.latest_report_at, a.latest_impact, a.latest_outcome, a.created_at, a.updated_at,
+  a.asset_type_id, coalesce(at.name, '') AS asset_type_name`;
+
+/** Asset ids whose name, identifier, display code, external reference or device id contain the pattern. */
+function matchingAssetIds(params: Params, tenant: string, pattern: string): string {
+  const like = params.add(pattern, 'text');
+  return `SELECT sa.id FROM assets sa WHERE sa.tenant_id = ${tenant} AND sa.search_text LIKE ${like}
+          UNION SELECT d.asset_id FROM devices d WHERE d.tenant_id = ${tenant} AND lower(d.device_id) LIKE ${like} AND d.asset_id IS NOT NULL`;
+}
+
+export async function listAssets(db: Queryable, scope: ReportingScope, filters: AssetFilters): Promise<ReportingAsset[]> {
+  const params = new Params();
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const where = [`a.tenant_id = ${tenant}`];
+  if (scope.customerName !== null) where.push(`a.customer_name = ${params.add(scope.customerName, 'text')}`);
+  if (filters.status !== undefined) where.push(`a.operational_status = ${params.add(filters.status, 'text')}`);
+  if (filters.assetType !== undefined) {
+    where.push(`a.asset_type_id = (SELECT id FROM asset_types WHERE tenant_id = ${tenant} AND name = ${params.add(filters.assetType, 'text')})`);
+  }
+  if (filters.q !== undefined) where.push(`a.id IN (${matchingAssetIds(params, tenant, containsPattern(filters.q))})`);
+  const limit = params.add(filters.limit, 'integer');
+  const offset = params.add(filters.offset, 'integer');
+  // The page's ids come from the (tenant, [customer,] name, id) index alone; only the
+  // rows shown are read in full.
+  const { rows } = await db.query(
+    `/* api:listReportingAssets */
+     WITH page AS (
+       SELECT a.id, a.name FROM assets a WHERE ${where.join(' AND ')}
+        ORDER BY a.name, a.id LIMIT ${limit} OFFSET ${offset}
+     )
+     SELECT ${assetColumns}
+       FROM page JOIN assets a ON a.id = page.id LEFT JOIN asset_types at ON at.id = a.asset_type_id
+      ORDER BY page.name, page.id`,
+    params.values,
+  );
+  return rows.map(toReportingAsset);
+}
+
+export async function findAsset(db: Queryable, scope: ReportingScope, id: string): Promise<ReportingAsset | null> {
+  const { rows } = await db.query(
+    `/* api:getReportingAsset */
+     SELECT ${assetColumns} FROM assets a LEFT JOIN asset_types at ON at.id = a.asset_type_id
+      WHERE a.tenant_id = $1 AND a.id = $2 AND ($3::text IS NULL OR a.customer_name = $3)`,
+    [scope.tenantId, id, scope.customerName],
+  );
+  return rows[0] ? toReportingAsset(rows[0] as Row) : null;
+}
+
+// Asset types and templates ------------------------------------------------------------------
+
+export async function listAssetTypes(db: Queryable, scope: ReportingScope, q: string | undefined) {
+  // Counts come from the asset rollup (trigger-maintained, the same numbers the
+  // overview's assetType breakdown shows); customer scopes list only types in use.
+  const { rows } = await db.query(
+    `/* api:listReportingAssetTypes */
+     SELECT t.id, t.name, t.description, t.fields, t.created_at, t.updated_at, coalesce(f.assets, 0)::int AS asset_count
+       FROM asset_types t
+       LEFT JOIN reporting_asset_facets f
+         ON f.tenant_id = t.tenant_id AND f.facet = 'assetType' AND f.label = t.id::text
+        AND ${scope.customerName === null ? 'f.customer_name IS NULL' : 'f.customer_name = $2'}
+      WHERE t.tenant_id = $1
+        AND ($2::text IS NULL OR coalesce(f.assets, 0) > 0)
+        AND ($3::text IS NULL OR lower(t.name || ' ' || t.description) LIKE $3)
+      ORDER BY t.name, t.id`,
+    [scope.tenantId, scope.customerName, q === undefined ? null : containsPattern(q)],
+  );
+  return rows.map((row: Row) => ({
+    id: row.id as string,
+    name: row.name as string,
+    description: row.description as string,
+    assetCount: row.asset_count as number,
+    fields: row.fields as Record<string, unknown>,
+    createdAt: iso(row.created_at as Date),
+    updatedAt: iso(row.updated_at as Date),
+  }));
+}
+
+export async function listTemplates(db: Queryable, tenantId: string) {
+  const { rows } = await db.query(
+    `/* api:listReportingTemplates */
+     SELECT id, name, description, status, latest_version, asset_type_ids, created_at, updated_at
+       FROM templates WHERE tenant_id = $1 ORDER BY name, id`,
+    [tenantId],
+  );
+  return rows.map((row: Row) => ({
+    id: row.id as string,
+    name: row.name as string,
+    description: row.description as string,
+    status: row.status as string,
+    latestVersion: row.latest_version as number,
+    assetTypeIds: row.asset_type_ids as string[],
+    createdAt: iso(row.created_at as Date),
+    updatedAt: iso(row.updated_at as Date),
+  }));
+}
+
+// Inspections and reports --------------------------------------------------------------------
+
+export interface RecordFilters {
+  from: Date | null;
+  to: Date | null;
+  status?: string | undefined;
+  assetId?: string | undefined;
+  outcome?: string | undefined;
+  impact?: string | undefined;
+  q?: string | undefined;
+  assetType?: string | undefined;
+}
+
+/** WHERE of inspections (alias i) for a scope and filters; shared by the list and the export. */
+function inspectionConditions(params: Params, scope: ReportingScope, filters: RecordFilters): string[] {
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const where = [`i.tenant_id = ${tenant}`];
+  if (scope.customerName !== null) where.push(`i.customer_name = ${params.add(scope.customerName, 'text')}`);
+  if (filters.from !== null) where.push(`i.occurred_at >= ${params.add(filters.from, 'timestamptz')}`);
+  if (filters.to !== null) where.push(`i.occurred_at < ${params.add(filters.to, 'timestamptz')}`);
+  if (filters.status !== undefined) where.push(`i.status = ${params.add(filters.status, 'text')}`);
+  if (filters.assetId !== undefined) where.push(`i.asset_id = ${params.add(filters.assetId, 'uuid')}`);
+  if (filters.outcome !== undefined) where.push(`i.report_outcome = ${params.add(filters.outcome, 'text')}`);
+  if (filters.impact !== undefined) where.push(`i.report_impact = ${params.add(filters.impact, 'text')}`);
+  if (filters.assetType !== undefined) where.push(assetTypeCondition(params, tenant, filters.assetType));
+  if (filters.q !== undefined) {
+    const pattern = containsPattern(filters.q);
+    // Two indexed paths: the asset's searchable fields (and device ids), or the
+    // inspection's own operator identifier / external reference.
+    where.push(`i.id IN (
+      SELECT si.id FROM inspections si WHERE si.tenant_id = ${tenant} AND si.asset_id IN (${matchingAssetIds(params, tenant, pattern)})
+      UNION
+      SELECT si.id FROM inspections si WHERE si.tenant_id = ${tenant}
+         AND lower(si.operator_identifier || ' ' || si.external_ref) LIKE ${params.add(pattern, 'text')})`);
+  }
+  return where;
+}
+
+function assetTypeCondition(params: Params, tenant: string, assetType: string, alias = 'i'): string {
+  return `${alias}.asset_id IN (SELECT ta.id FROM assets ta JOIN asset_types tt ON tt.id = ta.asset_type_id
+                              WHERE ta.tenant_id = ${tenant} AND tt.tenant_id = ${tenant} AND tt.name = ${params.add(assetType, 'text')})`;
+}
+
+const inspectionColumns = `i.id, i.status, i.started_at, i.completed_at, i.occurred_at, i.created_at, i.inspector_name,
+  i.operator_identifier, i.external_ref, i.notes, i.media, i.template_version, i.report_count,
+  ${assetRefColumns}, ${templateRefColumns},
+  lr.id AS report_id, lr.status AS report_status, lr.impact AS report_impact_latest, lr.outcome AS report_outcome_latest,
+  lr.rejection_reason AS report_rejection_reason, lr.summary AS report_summary, lr.created_at AS report_created_at`;
+
+const inspectionJoins = `JOIN assets a ON a.id = i.asset_id
+  LEFT JOIN asset_types at ON at.id = a.asset_type_id
+  LEFT JOIN templates t ON t.id = i.template_id
+  LEFT JOIN LATERAL (
+    SELECT r.id, r.status, r.impact, r.outcome, r.rejection_reason, r.summary, r.created_at
+      FROM reports r WHERE r.inspection_id = i.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1
+  ) lr ON true`;
+
+export async function listInspections(
+  db: Queryable,
+  scope: ReportingScope,
+  filters: RecordFilters,
+  page: { limit: number; offset: number },
+): Promise<ReportingInspection[]> {
+  const params = new Params();
+  const where = inspectionConditions(params, scope, filters);
+  const limit = params.add(page.limit, 'integer');
+  const offset = params.add(page.offset, 'integer');
+  const { rows } = await db.query(
+    `/* api:listReportingInspections */
+     WITH page AS (
+       SELECT i.id, i.occurred_at FROM inspections i WHERE ${where.join(' AND ')}
+        ORDER BY i.occurred_at DESC, i.id LIMIT ${limit} OFFSET ${offset}
+     )
+     SELECT ${inspectionColumns}
+       FROM page JOIN inspections i ON i.id = page.id ${inspectionJoins}
+      ORDER BY page.occurred_at DESC, page.id`,
+    params.values,
+  );
+  return rows.map(toReportingInspection);
+}
+
+export async function findInspection(db: Queryable, scope: ReportingScope, id: string): Promise<ReportingInspection | null> {
+  const { rows } = await db.query(
+    `/* api:getReportingInspection */
+     SELECT ${inspectionColumns} FROM inspections i ${inspectionJoins}
+      WHERE i.tenant_id = $1 AND i.id = $2 AND ($3::text IS NULL OR i.customer_name = $3)`,
+    [scope.tenantId, id, scope.customerName],
+  );
+  return rows[0] ? toReportingInspection(rows[0] as Row) : null;
+}
+
+const reportColumns = `r.id, r.inspection_id, r.created_at, r.updated_at, r.status, r.impact, r.outcome, r.rejection_reason,
+  r.summary, r.external_ref, r.media, ri.template_version AS inspection_template_version,
+  ${assetRefColumns}, ${templateRefColumns}`;
+
+const reportJoins = `JOIN inspections ri ON ri.id = r.inspection_id
+  JOIN assets a ON a.id = r.asset_id
+  LEFT JOIN asset_types at ON at.id = a.asset_type_id
+  LEFT JOIN templates t ON t.id = r.template_id`;
+
+export async function listReports(
+  db: Queryable,
+  scope: ReportingScope,
+  filters: RecordFilters,
+  page: { limit: number; offset: number },
+): Promise<ReportingReport[]> {
+  const params = new Params();
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const where = [`r.tenant_id = ${tenant}`];
+  if (scope.customerName !== null) where.push(`r.customer_name = ${params.add(scope.customerName, 'text')}`);
+  if (filters.from !== null) where.push(`r.created_at >= ${params.add(filters.from, 'timestamptz')}`);
+  if (filters.to !== null) where.push(`r.created_at < ${params.add(filters.to, 'timestamptz')}`);
+  if (filters.status !== undefined) where.push(`r.status = ${params.add(filters.status, 'text')}`);
+  if (filters.assetId !== undefined) where.push(`r.asset_id = ${params.add(filters.assetId, 'uuid')}`);
+  if (filters.outcome !== undefined) where.push(`r.outcome = ${params.add(filters.outcome, 'text')}`);
+  if (filters.impact !== undefined) where.push(`r.impact = ${params.add(filters.impact, 'text')}`);
+  if (filters.assetType !== undefined) where.push(assetTypeCondition(params, tenant, filters.assetType, 'r'));
+  if (filters.q !== undefined) {
+    const pattern = containsPattern(filters.q);
+    // The asset's fields, the report's external reference, or its inspection's
+    // operator identifier / external reference.
+    where.push(`r.id IN (
+      SELECT sr.id FROM reports sr WHERE sr.tenant_id = ${tenant} AND sr.asset_id IN (${matchingAssetIds(params, tenant, pattern)})
+      UNION
+      SELECT sr.id FROM reports sr WHERE sr.tenant_id = ${tenant} AND lower(sr.external_ref) LIKE ${params.add(pattern, 'text')}
+      UNION
+      SELECT sr.id FROM reports sr JOIN inspections si ON si.id = sr.inspection_id
+       WHERE si.tenant_id = ${tenant} AND lower(si.operator_identifier || ' ' || si.external_ref) LIKE ${params.add(pattern, 'text')})`);
+  }
+  const limit = params.add(page.limit, 'integer');
+  const offset = params.add(page.offset, 'integer');
+  const { rows } = await db.query(
+    `/* api:listReportingReports */
+     WITH page AS (
+       SELECT r.id, r.created_at FROM reports r WHERE ${where.join(' AND ')}
+        ORDER BY r.created_at DESC, r.id LIMIT ${limit} OFFSET ${offset}
+     )
+     SELECT ${reportColumns}
+       FROM page JOIN reports r ON r.id = page.id ${reportJoins}
+      ORDER BY page.created_at DESC, page.id`,
+    params.values,
+  );
+  return rows.map(toReportingReport);
+}
+
+export async function findReport(db: Queryable, scope: ReportingScope, id: string): Promise<ReportingReport | null> {
+  const { rows } = await db.query(
+    `/* api:getReportingReport */
+     SELECT ${reportColumns} FROM reports r ${reportJoins}
+      WHERE r.tenant_id = $1 AND r.id = $2 AND ($3::text IS NULL OR r.customer_name = $3)`,
+    [scope.tenantId, id, scope.customerName],
+  );
+  return rows[0] ? toReportingReport(rows[0] as Row) : null;
+}
+
+// Export ---------------------------------------------------------------------------------
+
+export const exportColumns = [
+  { name: 'inspectionId' },
+  { name: 'inspectionStatus' },
+  { name: 'occurredAt', type: 'timestamp' },
+  { name: 'startedAt', type: 'timestamp' },
+  { name: 'completedAt', type: 'timestamp' },
+  { name: 'assetId' },
+  { name: 'assetIdentifier' },
+  { name: 'assetName' },
+  { name: 'assetDisplayCode' },
+  { name: 'assetType' },
+  { name: 'location' },
+  { name: 'customerName' },
+  { name: 'templateName' },
+  { name: 'templateVersion', type: 'integer' },
+  { name: 'inspectorName' },
+  { name: 'operatorIdentifier' },
+  { name: 'inspectionExternalRef' },
+  { name: 'reportId' },
+  { name: 'reportStatus' },
+  { name: 'reportCreatedAt', type: 'timestamp' },
+  { name: 'impact' },
+  { name: 'outcome' },
+  { name: 'rejectionReason' },
+  { name: 'reportSummary' },
+  { name: 'reportExternalRef' },
+] as const;
+
+/**
+ * One row per inspection in range and scope and each of its reports (an inspection
+ * without report is one row with empty report columns), oldest first so pages stay put
+ * while new inspections arrive.
+ */
+export function exportStatement(scope: ReportingScope, filters: RecordFilters, empty: boolean): { text: string; values: unknown[] } {
+  const params = new Params();
+  const where = inspectionConditions(params, scope, filters);
+  // A customer key asking for another customer's name exports the header row only.
+  if (empty) where.push('false');
+  return {
+    text: `/* api:exportReporting */
+      SELECT i.id AS "inspectionId", i.status AS "inspectionStatus", i.occurred_at AS "occurredAt",
+             i.started_at AS "startedAt", i.completed_at AS "completedAt",
+             a.id AS "assetId", a.identifier AS "assetIdentifier", a.name AS "assetName", a.display_code AS "assetDisplayCode",
+             coalesce(at.name, '') AS "assetType", a.location AS "location", a.customer_name AS "customerName",
+             t.name AS "templateName", i.template_version AS "templateVersion", i.inspector_name AS "inspectorName",
+             i.operator_identifier AS "operatorIdentifier", i.external_ref AS "inspectionExternalRef",
+             r.id AS "reportId", r.status AS "reportStatus", r.created_at AS "reportCreatedAt", r.impact AS "impact",
+             r.outcome AS "outcome", r.rejection_reason AS "rejectionReason", r.summary AS "reportSummary",
+             r.external_ref AS "reportExternalRef"
+        FROM inspections i
+        JOIN assets a ON a.id = i.asset_id
+        LEFT JOIN asset_types at ON at.id = a.asset_type_id
+        LEFT JOIN templates t ON t.id = i.template_id
+        LEFT JOIN reports r ON r.inspection_id = i.id
+       WHERE ${where.join(' AND ')}
+       ORDER BY i.occurred_at, i.id, r.created_at NULLS FIRST, r.id NULLS FIRST`,
+    values: params.values,
+  };
+}
+
+// Overview -------------------------------------------------------------------------------------
+
+/** A time window; null bounds are open. */
+export interface Window {
+  from: Date | null;
+  to: Date | null;
+}
+
+/**
+ * The overview reads whole UTC days from the rollups and the partial days at the edges
+ * of the range from the rows themselves; `days` is the rollup part, `live` the edges.
+ */
+export interface SplitRange {
+  days: { from: string | null; to: string | null } | null;
+  live: Window[];
+}
+
+export interface InspectionFact {
+  month: string;
+  status: string;
+  templateId: string | null;
+  rejected: boolean;
+  count: number;
+}
+
+export interface ReportFact {
+  month: string;
+  outcome: string;
+  impact: string;
+  count: number;
+}
+
+function rollupScope(params: Params, scope: ReportingScope): string {
+  return scope.customerName === null ? 'customer_name IS NULL' : `customer_name = ${params.add(scope.customerName, 'text')}`;
+}
+
+function liveWindows(params: Params, column: string, windows: Window[]): string {
+  if (windows.length === 0) return 'false';
+  return windows
+    .map((window) => {
+      const parts: string[] = [];
+      if (window.from !== null) parts.push(`${column} >= ${params.add(window.from, 'timestamptz')}`);
+      if (window.to !== null) parts.push(`${column} < ${params.add(window.to, 'timestamptz')}`);
+      return `(${parts.join(' AND ') || 'true'})`;
+    })
+    .join(' OR ');
+}
+
+function dayBounds(params: Params, days: SplitRange['days']): string {
+  if (days === null) return 'false';
+  const parts: string[] = [];
+  if (days.from !== null) parts.push(`day >= ${params.add(days.from, 'date')}`);
+  if (days.to !== null) parts.push(`day < ${params.add(days.to, 'date')}`);
+  return parts.join(' AND ') || 'true';
+}
+
+export async function inspectionFacts(db: Queryable, scope: ReportingScope, split: SplitRange): Promise<InspectionFact[]> {
+  const params = new Params();
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const rollup = rollupScope(params, scope);
+  const days = dayBounds(params, split.days);
+  const rowScope = scope.customerName === null ? '' : `AND i.customer_name = ${params.add(scope.customerName, 'text')}`;
+  const live = liveWindows(params, 'i.occurred_at', split.live);
+  const { rows } = await db.query(
+    `/* api:reportingInspectionFacts */
+     SELECT to_char(day, 'YYYY-MM') AS month, status, template_id, rejected, sum(n)::int AS count
+       FROM (
+         SELECT day, status, template_id, rejected, inspections AS n FROM reporting_inspection_days
+          WHERE tenant_id = ${tenant} AND ${rollup} AND ${days}
+         UNION ALL
+         SELECT (i.occurred_at AT TIME ZONE 'UTC')::date, i.status, i.template_id,
+                i.status = 'rejected' OR i.report_outcome = 'rejected', 1
+           FROM inspections i WHERE i.tenant_id = ${tenant} ${rowScope} AND (${live})
+       ) facts
+      GROUP BY 1, 2, 3, 4
+     HAVING sum(n) <> 0`,
+    params.values,
+  );
+  return rows.map((row: Row) => ({
+    month: row.month as string,
+    status: row.status as string,
+    templateId: (row.template_id as string | null) ?? null,
+    rejected: row.rejected as boolean,
+    count: row.count as number,
+  }));
+}
+
+export async function reportFacts(db: Queryable, scope: ReportingScope, split: SplitRange): Promise<ReportFact[]> {
+  const params = new Params();
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const rollup = rollupScope(params, scope);
+  const days = dayBounds(params, split.days);
+  const rowScope = scope.customerName === null ? '' : `AND r.customer_name = ${params.add(scope.customerName, 'text')}`;
+  const live = liveWindows(params, 'r.created_at', split.live);
+  const { rows } = await db.query(
+    `/* api:reportingReportFacts */
+     SELECT to_char(day, 'YYYY-MM') AS month, outcome, impact, sum(n)::int AS count
+       FROM (
+         SELECT day, outcome, impact, reports AS n FROM reporting_report_days
+          WHERE tenant_id = ${tenant} AND ${rollup} AND ${days}
+         UNION ALL
+         SELECT (r.created_at AT TIME ZONE 'UTC')::date, r.outcome, r.impact, 1
+           FROM reports r WHERE r.tenant_id = ${tenant} ${rowScope} AND (${live})
+       ) facts
+      GROUP BY 1, 2, 3
+     HAVING sum(n) <> 0`,
+    params.values,
+  );
+  return rows.map((row: Row) => ({
+    month: row.month as string,
+    outcome: row.outcome as string,
+    impact: row.impact as string,
+    count: row.count as number,
+  }));
+}
+
+export interface AssetFacet {
+  facet: 'assetType' | 'location' | 'customer' | 'lifecycle';
+  label: string;
+  count: number;
+}
+
+/** The asset inventory of the scope by facet; asset types by name ('' for none). */
+export async function assetFacets(db: Queryable, scope: ReportingScope): Promise<AssetFacet[]> {
+  const params = new Params();
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const rollup = rollupScope(params, scope);
+  const { rows } = await db.query(
+    `/* api:reportingAssetFacets */
+     SELECT f.facet, CASE WHEN f.facet = 'assetType' THEN coalesce(t.name, '') ELSE f.label END AS label, sum(f.assets)::int AS count
+       FROM reporting_asset_facets f
+       LEFT JOIN asset_types t ON t.id = CASE WHEN f.facet = 'assetType' AND f.label <> '' THEN f.label::uuid END
+      WHERE f.tenant_id = ${tenant} AND f.${rollup}
+      GROUP BY 1, 2
+     HAVING sum(f.assets) <> 0`,
+    params.values,
+  );
+  return rows.map((row: Row) => ({ facet: row.facet as AssetFacet['facet'], label: row.label as string, count: row.count as number }));
+}
+
+export async function templateNames(db: Queryable, tenantId: string, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; name: string }>(
+    `/* api:reportingTemplateNames */ SELECT id, name FROM templates WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
+    [tenantId, ids],
+  );
+  return new Map(rows.map((row) => [row.id, row.name]));
+}
+
+export interface ServiceRequestFact {
+  status: string;
+  category: string;
+  priority: string;
+  cancelReason: string | null;
+  count: number;
+}
+
+export async function serviceRequestFacts(db: Queryable, scope: ReportingScope, window: Window): Promise<ServiceRequestFact[]> {
+  const { rows } = await db.query(
+    `/* api:reportingServiceRequestFacts */
+     SELECT status, category, priority, CASE WHEN status = 'cancelled' THEN coalesce(cancel_reason, '') END AS cancel_reason,
+            count(*)::int AS count
+       FROM service_requests
+      WHERE tenant_id = $1 AND ($2::text IS NULL OR customer_name = $2)
+        AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR created_at < $4)
+      GROUP BY 1, 2, 3, 4`,
+    [scope.tenantId, scope.customerName, window.from, window.to],
+  );
+  return rows.map((row: Row) => ({
+    status: row.status as string,
+    category: row.category as string,
+    priority: row.priority as string,
+    cancelReason: (row.cancel_reason as string | null) ?? null,
+    count: row.count as number,
+  }));
+}
+
+export async function recentReports(db: Queryable, scope: ReportingScope, window: Window, limit: number): Promise<ReportingRecentReport[]> {
+  const { rows } = await db.query(
+    `/* api:reportingRecentReports */
+     SELECT r.id, r.inspection_id, r.impact, r.outcome, r.rejection_reason, r.created_at,
+            a.name AS asset_name, a.customer_name, a.location, coalesce(t.name, '') AS template_name
+       FROM reports r
+       JOIN assets a ON a.id = r.asset_id
+       LEFT JOIN templates t ON t.id = r.template_id
+      WHERE r.tenant_id = $1 AND ($2::text IS NULL OR r.customer_name = $2)
+        AND ($3::timestamptz IS NULL OR r.created_at >= $3) AND ($4::timestamptz IS NULL OR r.created_at < $4)
+      ORDER BY r.created_at DESC, r.id
+      LIMIT $5`,
+    [scope.tenantId, scope.customerName, window.from, window.to, limit],
+  );
+  return rows.map((row: Row) => ({
+    reportId: row.id as string,
+    inspectionId: row.inspection_id as string,
+    assetName: row.asset_name as string,
+    customerName: row.customer_name as string,
+    location: row.location as string,
+    impact: row.impact as string,
+    outcome: row.outcome as string,
+    rejectionReason: row.rejection_reason as string,
+    templateName: row.template_name as string,
+    createdAt: iso(row.created_at as Date),
+  }));
+}
+
+/** First and last UTC month with an inspection or report in scope (for open ranges). */
+export async function activityMonths(db: Queryable, scope: ReportingScope): Promise<{ first: string | null; last: string | null }> {
+  const params = new Params();
+  const tenant = params.add(scope.tenantId, 'uuid');
+  const rollup = rollupScope(params, scope);
+  const { rows } = await db.query(
+    `/* api:reportingActivityMonths */
+     SELECT to_char(min(day), 'YYYY-MM') AS first, to_char(max(day), 'YYYY-MM') AS last FROM (
+       (SELECT day FROM reporting_inspection_days WHERE tenant_id = ${tenant} AND ${rollup} AND inspections > 0 ORDER BY day LIMIT 1)
+       UNION ALL (SELECT day FROM reporting_inspection_days WHERE tenant_id = ${tenant} AND ${rollup} AND inspections > 0 ORDER BY day DESC LIMIT 1)
+       UNION ALL (SELECT day FROM reporting_report_days WHERE tenant_id = ${tenant} AND ${rollup} AND reports > 0 ORDER BY day LIMIT 1)
+       UNION ALL (SELECT day FROM reporting_report_days WHERE tenant_id = ${tenant} AND ${rollup} AND reports > 0 ORDER BY day DESC LIMIT 1)
+     ) bounds`,
+    params.values,
+  );
+  const row = rows[0] as Row | undefined;
+  return { first: (row?.first as string | null) ?? null, last: (row?.last as string | null) ?? null };
+}
