@@ -61,6 +61,15 @@ export const environmentSchema = z.object({
   GANTRY_WORKER_POLL_MS: positiveInt.default(500),
   GANTRY_WORKER_DEVICE_BATCH: positiveInt.default(50),
   GANTRY_GOLD_REFRESH_MS: positiveInt.default(5000),
+  GANTRY_DERIVATION_MAX_READINGS: positiveInt.default(20000),
+  GANTRY_DERIVATION_CARRY_LAG_SECONDS: nonNegativeInt.default(300),
+  GANTRY_DERIVATION_GAP_SECONDS: positiveInt.default(600),
+  GANTRY_DERIVATION_MOVING_SPEED_MPS: positiveNumber.default(0.5),
+  GANTRY_DERIVATION_MOVING_DISTANCE_M: positiveNumber.default(5),
+  GANTRY_DERIVATION_STOP_SECONDS: positiveInt.default(120),
+  GANTRY_DERIVATION_IMU_ANOMALY_G: positiveNumber.default(2.5),
+  GANTRY_DERIVATION_IDENTIFIER_TIMEOUT_SECONDS: positiveInt.default(1800),
+  GANTRY_GEOFENCE_ALERT_MAX_AGE_SECONDS: positiveInt.default(900),
 
   GANTRY_WEBHOOK_MAX_ATTEMPTS: positiveInt.default(3),
   GANTRY_WEBHOOK_BACKOFF_SECONDS: secondsList.default([15, 60]),
@@ -132,6 +141,20 @@ export interface Config {
   };
   retention: { bronzeDays: number; readingDays: number };
   worker: { pollMs: number; deviceBatch: number; goldRefreshMs: number };
+  derivation: {
+    /** Readings per device and run (a backlog is derived in slices of this size). */
+    maxReadings: number;
+    /** The stored carry lags the newest reading by this much, so slightly late readings cost nothing. */
+    carryLagSeconds: number;
+    gapSeconds: number;
+    movingMinSpeedMps: number;
+    movingMinDistanceM: number;
+    stopMinSeconds: number;
+    imuAnomalyG: number;
+    identifierTimeoutSeconds: number;
+    /** Geofence transitions older than this (device time vs now) change state but open no alert. */
+    geofenceAlertMaxAgeSeconds: number;
+  };
   webhooks: {
     maxAttempts: number;
     backoffSeconds: number[];
@@ -208,6 +231,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollMs: e.GANTRY_WORKER_POLL_MS,
       deviceBatch: e.GANTRY_WORKER_DEVICE_BATCH,
       goldRefreshMs: e.GANTRY_GOLD_REFRESH_MS,
+    },
+    derivation: {
+      maxReadings: e.GANTRY_DERIVATION_MAX_READINGS,
+      carryLagSeconds: e.GANTRY_DERIVATION_CARRY_LAG_SECONDS,
+      gapSeconds: e.GANTRY_DERIVATION_GAP_SECONDS,
+      movingMinSpeedMps: e.GANTRY_DERIVATION_MOVING_SPEED_MPS,
+      movingMinDistanceM: e.GANTRY_DERIVATION_MOVING_DISTANCE_M,
+      stopMinSeconds: e.GANTRY_DERIVATION_STOP_SECONDS,
+      imuAnomalyG: e.GANTRY_DERIVATION_IMU_ANOMALY_G,
+      identifierTimeoutSeconds: e.GANTRY_DERIVATION_IDENTIFIER_TIMEOUT_SECONDS,
+      geofenceAlertMaxAgeSeconds: e.GANTRY_GEOFENCE_ALERT_MAX_AGE_SECONDS,
     },
     webhooks: {
       maxAttempts: e.GANTRY_WEBHOOK_MAX_ATTEMPTS,
