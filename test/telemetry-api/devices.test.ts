@@ -103,9 +103,9 @@ describe('GET /telemetry/devices', () => {
   });
 
   it('shows a customer key only the devices of its customer’s assets', async () => {
-    const acme = await devices('', fleet.customerKeys.Acme);
+    const acme = await devices('', fleet.acmeKey);
     expect(acme.items.map((item: any) => item.assetName).sort()).toEqual(['SC 01', 'SC 02', 'SC 05']);
-    const other = await api.external(`/telemetry/devices?assetId=${fleet.byName['SC 03']!.id}`, fleet.customerKeys.Acme);
+    const other = await api.external(`/telemetry/devices?assetId=${fleet.byName['SC 03']!.id}`, fleet.acmeKey);
     expect(other.status).toBe(404);
     expect((await json(other)).code).toBe('not_found');
   });

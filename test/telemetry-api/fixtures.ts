@@ -17,6 +17,8 @@ export interface FleetAsset {
 }
 
 export interface Fleet extends TenantFixture {
+  acmeKey: string;
+  globexKey: string;
   assets: FleetAsset[];
   byName: Record<string, FleetAsset>;
 }
@@ -43,7 +45,7 @@ export async function createFleet(pool: Pool, entries: Array<[string, string]>, 
     const device = await provisioning.createDevice(deps, tenant.tenantId, { deviceId, assetId: asset.id, displayName: `${name} tracker` });
     assets.push({ id: asset.id, name, identifier, customerName, deviceUuid: device.id, deviceId });
   }
-  return { ...tenant, assets, byName: Object.fromEntries(assets.map((asset) => [asset.name, asset])) };
+  return { ...tenant, acmeKey: tenant.customerKeys.Acme!, globexKey: tenant.customerKeys.Globex!, assets, byName: Object.fromEntries(assets.map((asset) => [asset.name, asset])) };
 }
 
 export interface StateRow {
@@ -225,4 +227,71 @@ export async function insertAlert(pool: Pool, tenantId: string, geofenceId: stri
     ],
   );
   return id;
+}
+
+export interface SegmentInput {
+  start: string;
+  seconds: number;
+  running?: boolean;
+  moving?: boolean;
+  loaded?: boolean;
+  distanceM?: number;
+  cycles?: number;
+  hourmeterDelta?: number;
+  hasData?: boolean;
+}
+
+/** Derived segments (never crossing an hour boundary, as derivation writes them). */
+export async function insertSegments(pool: Pool, tenantId: string, asset: FleetAsset, segments: SegmentInput[]): Promise<void> {
+  for (const segment of segments) {
+    const end = new Date(Date.parse(segment.start) + segment.seconds * 1000).toISOString();
+    await pool.query(
+      `INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded, seconds,
+         distance_m, hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, 0, 0)`,
+      [
+        tenantId,
+        asset.deviceUuid,
+        asset.id,
+        segment.start,
+        end,
+        segment.hasData ?? true,
+        segment.running ?? true,
+        segment.moving ?? false,
+        segment.loaded ?? false,
+        segment.seconds,
+        segment.distanceM ?? 0,
+        segment.hourmeterDelta ?? 0,
+        segment.cycles ?? 0,
+      ],
+    );
+  }
+}
+
+export interface ServiceRequestInput {
+  createdAt: string;
+  status?: string;
+  priority?: string;
+  customerName?: string;
+  asset?: FleetAsset | null;
+}
+
+let serviceRequestSeq = 0;
+
+export async function insertServiceRequest(pool: Pool, tenantId: string, input: ServiceRequestInput): Promise<void> {
+  serviceRequestSeq += 1;
+  await pool.query(
+    `INSERT INTO service_requests (tenant_id, seq, display_code, title, status, priority, customer_name, asset_id, created_at, updated_at)
+     VALUES ($1, $2, $3, 'Leak', $4, $5, $6, $7, $8, $8)`,
+    [
+      tenantId,
+      serviceRequestSeq,
+      `SR-T${serviceRequestSeq}`,
+      input.status ?? 'new',
+      input.priority ?? 'normal',
+      input.customerName ?? input.asset?.customerName ?? '',
+      input.asset?.id ?? null,
+      input.createdAt,
+    ],
+  );
 }

@@ -66,7 +66,7 @@ describe('GET /telemetry/geofences', () => {
   });
 
   it('counts only a customer key’s own assets, and filters by type and name', async () => {
-    const globex = await get('/telemetry/geofences', fleet.customerKeys.Globex);
+    const globex = await get('/telemetry/geofences', fleet.globexKey);
     expect(globex.items.map((item: any) => [item.name, item.activeAlertCount, item.assetCount])).toEqual([
       ['Quay edge', 1, 1],
       ['Yard', 0, 0],
@@ -109,7 +109,7 @@ describe('GET /telemetry/geofence-alerts', () => {
     expect(names(await get(`/telemetry/geofence-alerts?${range}&geofenceId=${yard.id}`))).toEqual(['acked', 'long']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&assetId=${fleet.byName['SC 03']!.id}`))).toEqual(['globex']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&q=quay`))).toEqual(['globex', 'acme', 'old']);
-    expect(names(await get(`/telemetry/geofence-alerts?${range}`, fleet.customerKeys.Globex))).toEqual(['globex']);
+    expect(names(await get(`/telemetry/geofence-alerts?${range}`, fleet.globexKey))).toEqual(['globex']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&limit=2&offset=1`))).toEqual(['globex', 'acme']);
     for (const query of ['status=closed', 'active=yes', 'alertType=forbidden_exit', 'geofenceId=x', 'from=2026-04-31']) {
       const response = await api.external(`/telemetry/geofence-alerts?${query}`, fleet.tenantKey);
@@ -130,7 +130,7 @@ describe('POST /telemetry/geofence-alerts/{id}/acknowledge', () => {
 
   it('acknowledges an alert and writes telemetry.geofence_alert.acknowledged to the outbox', async () => {
     const before = Date.now();
-    const response = await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.customerKeys.Acme, { method: 'POST' });
+    const response = await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.acmeKey, { method: 'POST' });
     const body = await json(response);
     expect(response.status, JSON.stringify(body)).toBe(200);
     expect(body).toMatchObject({ id: alerts.acme, status: 'acknowledged', isActive: true, resolvedAt: null });
@@ -158,7 +158,7 @@ describe('POST /telemetry/geofence-alerts/{id}/acknowledge', () => {
   });
 
   it('answers 404 for an alert of another customer or none at all, and 400 for a malformed id', async () => {
-    const other = await api.external(`/telemetry/geofence-alerts/${alerts.globex}/acknowledge`, fleet.customerKeys.Acme, { method: 'POST' });
+    const other = await api.external(`/telemetry/geofence-alerts/${alerts.globex}/acknowledge`, fleet.acmeKey, { method: 'POST' });
     expect(other.status).toBe(404);
     expect(await events(alerts.globex!)).toHaveLength(0);
     const list = await get(`/telemetry/geofence-alerts?from=2026-04-03&to=2026-04-03&assetId=${fleet.byName['SC 03']!.id}`);

@@ -148,9 +148,9 @@ describe('GET /telemetry/usage-sessions', () => {
 
   it('shows a customer key only sessions of its assets, and 404 for another customer’s asset', async () => {
     const range = 'from=2026-03-01&to=2026-03-31';
-    expect(namesOf(await get(`/telemetry/usage-sessions?${range}`, fleet.customerKeys.Acme))).toEqual(['D', 'C', 'B', 'A']);
-    expect(namesOf(await get(`/telemetry/usage-sessions?${range}`, fleet.customerKeys.Globex))).toEqual(['E']);
-    const other = await api.external(`/telemetry/usage-sessions?${range}&assetId=${fleet.byName['SC 03']!.id}`, fleet.customerKeys.Acme);
+    expect(namesOf(await get(`/telemetry/usage-sessions?${range}`, fleet.acmeKey))).toEqual(['D', 'C', 'B', 'A']);
+    expect(namesOf(await get(`/telemetry/usage-sessions?${range}`, fleet.globexKey))).toEqual(['E']);
+    const other = await api.external(`/telemetry/usage-sessions?${range}&assetId=${fleet.byName['SC 03']!.id}`, fleet.acmeKey);
     expect(other.status).toBe(404);
     const missing = await api.external(`/telemetry/usage-sessions?assetId=00000000-0000-4000-8000-000000000000`, fleet.tenantKey);
     expect(missing.status).toBe(404);
@@ -216,8 +216,8 @@ describe('GET /telemetry/identifier-sessions', () => {
     expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP-2`))).toEqual(['i3', 'i4']);
     expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP`))).toEqual([]);
     expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&q=okafor`))).toEqual(['i3', 'i4']);
-    expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP-2`, fleet.customerKeys.Globex))).toEqual(['i4']);
-    const other = await api.external(`/telemetry/identifier-sessions?assetId=${fleet.byName['SC 01']!.id}`, fleet.customerKeys.Globex);
+    expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP-2`, fleet.globexKey))).toEqual(['i4']);
+    const other = await api.external(`/telemetry/identifier-sessions?assetId=${fleet.byName['SC 01']!.id}`, fleet.globexKey);
     expect(other.status).toBe(404);
   });
 });
@@ -235,9 +235,9 @@ describe('GET /telemetry/operators', () => {
   });
 
   it('counts for a customer key only the work on its own assets', async () => {
-    const acme = await get('/telemetry/operators?from=2026-03-10&to=2026-03-10', fleet.customerKeys.Acme);
+    const acme = await get('/telemetry/operators?from=2026-03-10&to=2026-03-10', fleet.acmeKey);
     expect(acme.items.map((item: any) => [item.identifier, item.sessionCount])).toEqual([['OP-1', 2]]);
-    const month = await get('/telemetry/operators?from=2026-03-01&to=2026-03-31', fleet.customerKeys.Acme);
+    const month = await get('/telemetry/operators?from=2026-03-01&to=2026-03-31', fleet.acmeKey);
     expect(month.items.map((item: any) => [item.identifier, item.sessionCount, item.durationSeconds])).toEqual([
       ['OP-1', 2, 10800],
       ['OP-2', 1, 3600],

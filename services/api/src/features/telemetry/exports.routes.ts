@@ -5,6 +5,7 @@ import { exportQueryParams, exportResponses, sendExport, type ExportFormat } fro
 import { resolveRange } from '../../http/query.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import { assertAssetFilterVisible } from './assets.repository.ts';
+import { metricQuery, metricRange, wholeBuckets } from './buckets.ts';
 import { notFound, TELEMETRY_TAG } from './common.ts';
 import { deviceFilterQuery } from './devices.routes.ts';
 import { deviceListStatement } from './devices.repository.ts';
@@ -12,6 +13,7 @@ import { geofenceAlertFilterQuery } from './geofences.routes.ts';
 import { geofenceAlertStatement } from './geofences.repository.ts';
 import { operatorStatement } from './operators.repository.ts';
 import { rangeRules } from './params.ts';
+import { serviceRequestMetricStatement } from './service-request-metrics.repository.ts';
 import { identifierSessionStatement, usageSessionStatement } from './sessions.repository.ts';
 import { operatorFilterQuery, sessionFilterQuery } from './sessions.routes.ts';
 import { exportColumns, orderedSql, scopeOf, type ListStatement, type TelemetryScope } from './sql.ts';
@@ -73,6 +75,16 @@ export function listExports(): TelemetryExport<z.ZodObject>[] {
       statement: (scope, { from, to, ...filter }) => {
         const range = sessionsRange({ from, to });
         return operatorStatement(scope, { ...filter, from: range.from, to: range.to });
+      },
+    }),
+    defineExport({
+      name: 'service-request-metrics',
+      operationName: 'TelemetryServiceRequestMetrics',
+      summary: 'Service request counts per bucket',
+      query: metricQuery,
+      statement: (scope, query) => {
+        const buckets = wholeBuckets(metricRange(query), query.bucket);
+        return serviceRequestMetricStatement(scope, { ...buckets, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId });
       },
     }),
     defineExport({

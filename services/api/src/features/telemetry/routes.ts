@@ -3,9 +3,10 @@ import type { RouteSpec } from '../../http/route.ts';
 import { deviceRoutes } from './devices.routes.ts';
 import { exportRoutes, listExports } from './exports.routes.ts';
 import { geofenceRoutes } from './geofences.routes.ts';
+import { metricRoutes } from './metrics.routes.ts';
 import { sessionRoutes } from './sessions.routes.ts';
 
 /** The spec's Telemetry part. */
 export function telemetryRoutes(deps: AppDeps): RouteSpec[] {
-  return [...deviceRoutes(deps), ...sessionRoutes(deps), ...geofenceRoutes(deps), ...exportRoutes(deps, listExports())];
+  return [...deviceRoutes(deps), ...sessionRoutes(deps), ...geofenceRoutes(deps), ...metricRoutes(deps), ...exportRoutes(deps, listExports())];
 }

@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import type { AppDeps } from '../../app.ts';
+import { requireApiKey } from '../../http/auth.ts';
+import { exportQueryParams, exportResponses, EXPORT_MAX_ROWS, type ExportColumn, type ExportFormat } from '../../http/export.ts';
+import { defineRoute, type RouteSpec } from '../../http/route.ts';
+import { assertAssetFilterVisible } from './assets.repository.ts';
+import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
+import { metricQuery, metricRange, wholeBuckets, type MetricParams } from './buckets.ts';
+import { paging } from './params.ts';
+import { sendRowExport } from './row-export.ts';
+import {
+  TelemetryContainerWorkResponse,
+  TelemetryServiceRequestMetricsResponse,
+  TelemetryUtilizationResponse,
+} from './schemas.ts';
+import { listServiceRequestMetrics } from './service-request-metrics.repository.ts';
+import { scopeOf, type TelemetryScope } from './sql.ts';
+import {
+  readMetricPage,
+  toContainerWorkExportRow,
+  toContainerWorkItem,
+  toUtilizationExportRow,
+  toUtilizationItem,
+  type MetricQuery,
+} from './utilization.service.ts';
+
+async function metricInput(deps: AppDeps, scope: TelemetryScope, query: MetricParams): Promise<MetricQuery> {
+  const resolved = metricRange(query);
+  await assertAssetFilterVisible(deps.pool, scope, query.assetId);
+  return { range: resolved, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId };
+}
+
+const goldOrLive =
+  'Answered from the hourly/daily gold aggregates where their coverage holds and computed live from derived segments for the rest (source tells which). Buckets overlapping [from, to) are returned whole. groupBy=fleet sums the telemetry assets the key may see and lists every bucket; groupBy=asset lists the buckets each asset has data in, ordered by bucket then asset id.';
+
+const assetColumns: ExportColumn[] = [
+  { name: 'assetId' },
+  { name: 'assetIdentifier' },
+  { name: 'assetName' },
+  { name: 'assetDisplayCode' },
+  { name: 'assetType' },
+  { name: 'assetLocation' },
+  { name: 'assetCustomerName' },
+];
+const bucketColumns: ExportColumn[] = [
+  { name: 'bucketStart', type: 'timestamp' },
+  { name: 'bucketEnd', type: 'timestamp' },
+  { name: 'groupType' },
+  ...assetColumns,
+];
+const workColumns = (prefix: string): ExportColumn[] =>
+  ['containerCycleCount', 'emptyDistanceM', 'emptySeconds', 'loadedDistanceM', 'loadedPercent', 'loadedSeconds'].map((name) => ({
+    name: prefix ? `${prefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name,
+    type: name === 'containerCycleCount' ? 'integer' : 'number',
+  }));
+const utilizationColumns: ExportColumn[] = [
+  ...bucketColumns,
+  ...['distanceM', 'hourmeterDelta', 'idlePercent', 'runningSeconds', 'stationaryRunningSeconds', 'utilizationPercent'].map(
+    (name): ExportColumn => ({ name, type: 'number' }),
+  ),
+  ...workColumns('containerWork'),
+];
+const containerWorkColumns: ExportColumn[] = [...bucketColumns, ...workColumns('')];
+
+export function metricRoutes(deps: AppDeps): RouteSpec[] {
+  const gold = [
+    { name: 'utilization', id: 'Utilization', schema: TelemetryUtilizationResponse, toItem: toUtilizationItem, toExportRow: toUtilizationExportRow, columns: utilizationColumns },
+    { name: 'container-work', id: 'ContainerWork', schema: TelemetryContainerWorkResponse, toItem: toContainerWorkItem, toExportRow: toContainerWorkExportRow, columns: containerWorkColumns },
+  ] as const;
+
+  const goldRoutes = gold.flatMap((metric) => [
+    defineRoute({
+      method: 'get',
+      base: 'external',
+      path: `/telemetry/${metric.name}`,
+      operationId: `getTelemetry${metric.id}`,
+      summary: `${metric.id === 'Utilization' ? 'Utilization' : 'Container work'} per hour or day, for the fleet or per asset`,
+      description: goldOrLive,
+      tags: [TELEMETRY_TAG],
+      auth: 'apiKey',
+      request: { query: metricQuery.extend(paging) },
+      responses: { 200: { description: 'One page of buckets', schema: metric.schema }, ...readErrors, 404: notFound },
+      handler: async (ctx, { query, auth }) => {
+        const scope = scopeOf(requireApiKey(auth));
+        const input = await metricInput(deps, scope, query);
+        const page = await readMetricPage(deps.pool, scope, input, query.limit, query.offset);
+        ctx.body = {
+          items: page.rows.map((row) => metric.toItem(row)),
+          paging: { limit: query.limit, offset: query.offset },
+          range: page.echo,
+          aggregateRefresh: {
+            status: page.aggregateRefresh.status,
+            coverageFrom: page.aggregateRefresh.coverageFrom?.toISOString() ?? null,
+            coverageTo: page.aggregateRefresh.coverageTo?.toISOString() ?? null,
+            updatedAt: page.aggregateRefresh.updatedAt?.toISOString() ?? null,
+          },
+          bucket: query.bucket,
+          groupBy: query.groupBy,
+          source: page.source,
+        };
+      },
+    }),
+    ...(['csv', 'xlsx'] as ExportFormat[]).map((format) =>
+      defineRoute({
+        method: 'get',
+        base: 'external',
+        path: `/telemetry/${metric.name}/export.${format}`,
+        operationId: `exportTelemetry${metric.id}${format === 'csv' ? 'Csv' : 'Xlsx'}`,
+        summary: `${metric.id === 'Utilization' ? 'Utilization' : 'Container work'} buckets as ${format.toUpperCase()} (at most 50,000 rows per response; follow X-Next-Offset)`,
+        description: goldOrLive,
+        tags: [TELEMETRY_TAG],
+        auth: 'apiKey',
+        rateLimit: 'export',
+        request: { query: metricQuery.extend(exportQueryParams) },
+        responses: { ...exportResponses(format), 404: notFound },
+        handler: async (ctx, { query, auth }) => {
+          const scope = scopeOf(requireApiKey(auth));
+          const input = await metricInput(deps, scope, query);
+          // One row past the page tells whether another page follows.
+          const page = await readMetricPage(deps.pool, scope, input, EXPORT_MAX_ROWS + 1, query.offset);
+          ctx.set('X-Telemetry-Source', page.source);
+          await sendRowExport(ctx, deps.pool, {
+            format,
+            filename: `telemetry-${metric.name}`,
+            sheetName: metric.id === 'Utilization' ? 'Utilization' : 'Container work',
+            columns: metric.columns,
+            rows: page.rows.map((row) => metric.toExportRow(row)),
+            offset: query.offset,
+            truncated: page.rows.length > EXPORT_MAX_ROWS,
+          });
+        },
+      }),
+    ),
+  ]);
+
+  const serviceRequestDescription =
+    'Service requests by the bucket they were created in: totalCount (all, cancelled included), and of those openCount (new, reopened, triaged, in_progress, waiting_customer), resolvedCount and closedCount by their current status, highPriorityCount and urgentPriorityCount. Always computed live from the requests (source live). A customer key counts its own requests.';
+
+  const serviceRequestRoutes = [
+    defineRoute({
+      method: 'get',
+      base: 'external',
+      path: '/telemetry/service-request-metrics',
+      operationId: 'getTelemetryServiceRequestMetrics',
+      summary: 'Service request counts per hour or day, for the fleet or per asset',
+      description: serviceRequestDescription,
+      tags: [TELEMETRY_TAG],
+      auth: 'apiKey',
+      request: { query: metricQuery.extend(paging) },
+      responses: { 200: { description: 'One page of buckets', schema: TelemetryServiceRequestMetricsResponse }, ...readErrors, 404: notFound },
+      handler: async (ctx, { query, auth }) => {
+        const scope = scopeOf(requireApiKey(auth));
+        const input = await metricInput(deps, scope, query);
+        const buckets = wholeBuckets(input.range, query.bucket);
+        const items = await listServiceRequestMetrics(
+          deps.pool,
+          scope,
+          { from: buckets.from, to: buckets.to, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId },
+          query.limit,
+          query.offset,
+        );
+        ctx.body = {
+          items,
+          paging: { limit: query.limit, offset: query.offset },
+          range: buckets.echo,
+          aggregateRefresh: { status: 'not_aggregated', coverageFrom: null, coverageTo: null, updatedAt: null },
+          bucket: query.bucket,
+          groupBy: query.groupBy,
+          source: 'live',
+        };
+      },
+    }),
+  ];
+  return [...goldRoutes, ...serviceRequestRoutes];
+}
