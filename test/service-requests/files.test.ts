@@ -307,6 +307,17 @@ describe('service request files', () => {
     });
     expect(garbled.status).toBe(400);
 
+    // Bodies that end in the middle of a part, skipped or not.
+    for (const name of ['other', 'file']) {
+      const truncated = await world.api.external(`/service-requests/${request.id}/files`, tenantKey, {
+        method: 'POST',
+        headers: { 'Content-Type': 'multipart/form-data; boundary=cut' },
+        body: `--cut\r\nContent-Disposition: form-data; name="${name}"; filename="cut.txt"\r\n\r\nthe body stops here`,
+      });
+      expect(truncated.status, name).toBe(400);
+      expect(await json(truncated)).toMatchObject({ code: 'invalid_multipart' });
+    }
+
     expect(storedFiles()).toEqual(filesBefore);
     expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual([]);
     expect((await outboxEvents(world, request.id)).length).toBe(1);

@@ -137,8 +137,10 @@ export function receiveSingleFile<T>(
     };
 
     parser.on('file', (name, partStream, info) => {
-      if (name !== options.fieldName || upload !== null) {
-        if (name === options.fieldName) extraFiles += 1;
+      if (finished || name !== options.fieldName || upload !== null) {
+        if (name === options.fieldName && upload !== null) extraFiles += 1;
+        // Skipped parts are drained; a broken body is reported by the parser's own error.
+        partStream.on('error', () => undefined);
         partStream.resume();
         return;
       }
