@@ -101,6 +101,29 @@ describe('webhook delivery to a real receiver', () => {
     expect(detail.attempts).toEqual([{ attempt: 1, startedAt: logged.lastAttemptAt, durationMs: expect.any(Number), httpStatus: 200, error: '' }]);
   });
 
+  it('delivers service_request.created from the service request API with the fields the spec names in data', async () => {
+    const hook = await receiver();
+    const tenant = await createTenantWithKeys(db.pool, [], 'Service request tenant');
+    const subscription = await subscribe(tenant, hook.url, ['service_request.created']);
+    const created = await api.external('/service-requests', tenant.tenantKey, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ title: 'Spreader twistlock jammed', priority: 'urgent', customerName: 'Acme' }),
+    });
+    expect(created.status).toBe(201);
+    const request = await json(created);
+    await hook.waitFor('the service_request.created delivery', (requests) => requests.length === 1);
+    const delivered = hook.requests[0]!;
+    expect(signatureValid(delivered, subscription.secret!)).toBe(true);
+    expect(delivered.json).toMatchObject({
+      event: 'service_request.created',
+      entityType: 'service_request',
+      entityId: request.id,
+      tenantId: tenant.tenantId,
+      data: { id: request.id, title: 'Spreader twistlock jammed', status: 'new', priority: 'urgent', customerName: 'Acme' },
+    });
+  });
+
   it('sends no signature header when the subscription has no secret', async () => {
     const hook = await receiver();
     const tenant = await createTenantWithKeys(db.pool, [], 'Unsigned tenant');

@@ -62,7 +62,7 @@ export function webhookDeliveryLoop(deps: WebhookDeliveryDeps): WorkerLoop {
       { url: delivery.url, body: delivery.body, headers },
       { timeoutMs: settings.timeoutSeconds * 1000, allowPrivateTargets: settings.allowPrivateTargets },
     );
-    metrics.recordAttempt(result.outcome, result.durationMs);
+    metrics.observeAttempt(result.outcome, result.durationMs);
     const recorded = await recordAttempt(deps.pool, {
       deliveryId: delivery.id,
       leaseToken,

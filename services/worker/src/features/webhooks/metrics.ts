@@ -64,7 +64,7 @@ export const interruptedTotal = metric(
     }),
 );
 
-export function recordAttempt(outcome: AttemptOutcome, durationMs: number): void {
+export function observeAttempt(outcome: AttemptOutcome, durationMs: number): void {
   attemptsTotal.inc({ outcome });
   attemptDuration.observe({ outcome }, durationMs / 1000);
 }
