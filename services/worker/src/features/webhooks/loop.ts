@@ -47,7 +47,7 @@ export function webhookDeliveryLoop(deps: WebhookDeliveryDeps): WorkerLoop {
 
   async function deliver(delivery: ClaimedDelivery, leaseToken: string): Promise<void> {
     metrics.deliveryLag.observe(Math.max(0, Date.now() - delivery.dueAt.getTime()) / 1000);
-    if (delivery.recovered) metrics.interruptedTotal.inc();
+    if (delivery.previousLease !== null) metrics.interruptedTotal.inc();
     const startedAt = new Date();
     const headers: Record<string, string> = {
       'Content-Type': 'application/json',

@@ -16,8 +16,8 @@ export interface ClaimedDelivery {
   attempt: number;
   maxAttempts: number;
   dueAt: Date;
-  /** The previous holder's lease ran out mid-attempt (the worker was killed or stalled). */
-  recovered: boolean;
+  /** When the previous holder's lease ran out mid-attempt (it was killed or stalled); null otherwise. */
+  previousLease: Date | null;
 }
 
 type Row = Record<string, unknown>;
@@ -33,7 +33,7 @@ function toClaimedDelivery(row: Row): ClaimedDelivery {
     attempt: (row.attempt_count as number) + 1,
     maxAttempts: row.max_attempts as number,
     dueAt: row.next_attempt_at as Date,
-    recovered: row.previous_lease !== null,
+    previousLease: (row.previous_lease as Date | null) ?? null,
   };
 }
 
@@ -89,16 +89,22 @@ export async function claimDueDeliveries(db: Queryable, options: ClaimOptions): 
     [options.limit, options.perSubscription, options.leaseSeconds, options.leaseToken],
   );
   const claimed = rows.map(toClaimedDelivery);
-  const recovered = claimed.filter((delivery) => delivery.recovered);
+  const recovered = claimed.filter((delivery) => delivery.previousLease !== null);
   if (recovered.length > 0) {
     // The interrupted attempt may or may not have reached the receiver; it is logged and
     // made again with the same attempt number and delivery id (receivers de-duplicate).
+    // It started when its lease was taken: lease end minus the lease length.
     await db.query(
       `/* worker:logInterruptedWebhookAttempts */
        INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, error)
-       SELECT id, attempt, now() - make_interval(secs => $3), 'interrupted: the worker stopped during this attempt; it is made again'
-         FROM unnest($1::uuid[], $2::int[]) AS t (id, attempt)`,
-      [recovered.map((delivery) => delivery.id), recovered.map((delivery) => delivery.attempt), options.leaseSeconds],
+       SELECT id, attempt, lease_end - make_interval(secs => $4), 'interrupted: the worker stopped during this attempt; it is made again'
+         FROM unnest($1::uuid[], $2::int[], $3::timestamptz[]) AS t (id, attempt, lease_end)`,
+      [
+        recovered.map((delivery) => delivery.id),
+        recovered.map((delivery) => delivery.attempt),
+        recovered.map((delivery) => delivery.previousLease),
+        options.leaseSeconds,
+      ],
     );
   }
   return claimed;
