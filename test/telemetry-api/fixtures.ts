@@ -58,15 +58,19 @@ export interface StateRow {
   ignition?: boolean | null;
   hourmeter?: number;
   identifier?: string;
+  heartbeat?: boolean;
 }
 
-/** The device_state row ingest would keep for the asset's device. */
+/** The device_state row ingest would keep for the asset's device; each group's time is set when the group is given. */
 export async function insertDeviceState(pool: Pool, tenantId: string, asset: FleetAsset, state: StateRow): Promise<void> {
   await pool.query(
     `INSERT INTO device_state (device_id, tenant_id, asset_id, first_seen_at, last_seen_at, last_message_at, last_message_type,
        latitude, longitude, position_ts, gps_valid, adc_on, adc_ts, hourmeter, hourmeter_ts, identifier, identifier_ts, ignition, ignition_ts,
        heartbeat_ts, battery_v)
-     VALUES ($1, $2, $3, $4::timestamptz - interval '30 days', $4, $5, $6, $7, $8, $5, $7::float8 IS NOT NULL, $9, $5, $10, $5, $11, $5, $12, $5, $5, 12.6)
+     VALUES ($1, $2, $3, $4::timestamptz - interval '30 days', $4, $5::timestamptz, $6, $7, $8, CASE WHEN $7::float8 IS NOT NULL THEN $5::timestamptz END,
+       $7::float8 IS NOT NULL, $9, CASE WHEN $9::boolean IS NOT NULL THEN $5::timestamptz END, $10, CASE WHEN $10::bigint IS NOT NULL THEN $5::timestamptz END,
+       $11, CASE WHEN $11::text IS NOT NULL THEN $5::timestamptz END, $12, CASE WHEN $12::boolean IS NOT NULL THEN $5::timestamptz END,
+       CASE WHEN $13 THEN $5::timestamptz END, CASE WHEN $13 THEN 12.6 END)
      ON CONFLICT (device_id) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at`,
     [
       asset.deviceUuid,
@@ -81,6 +85,72 @@ export async function insertDeviceState(pool: Pool, tenantId: string, asset: Fle
       state.hourmeter ?? null,
       state.identifier ?? null,
       state.ignition ?? null,
+      state.heartbeat ?? false,
+    ],
+  );
+}
+
+export interface ReadingInput {
+  type: string;
+  ts: Date | string;
+  receivedAt?: Date | string;
+  latitude?: number;
+  longitude?: number;
+  gpsValid?: boolean;
+}
+
+/** Silver readings of the asset's device. */
+export async function insertReadings(pool: Pool, tenantId: string, asset: FleetAsset, readings: ReadingInput[]): Promise<void> {
+  await pool.query(
+    `INSERT INTO telemetry_readings (tenant_id, device_id, asset_id, type, ts, received_at, latitude, longitude, gps_valid, fix)
+     SELECT $1, $2, $3, r.type, r.ts, r.received_at, r.latitude, r.longitude, r.gps_valid, r.gps_valid
+       FROM unnest($4::text[], $5::timestamptz[], $6::timestamptz[], $7::float8[], $8::float8[], $9::boolean[])
+            AS r(type, ts, received_at, latitude, longitude, gps_valid)`,
+    [
+      tenantId,
+      asset.deviceUuid,
+      asset.id,
+      readings.map((reading) => reading.type),
+      readings.map((reading) => reading.ts),
+      readings.map((reading) => reading.receivedAt ?? reading.ts),
+      readings.map((reading) => reading.latitude ?? (reading.type === 'gps' ? 51.95 : null)),
+      readings.map((reading) => reading.longitude ?? (reading.type === 'gps' ? 4.05 : null)),
+      readings.map((reading) => (reading.type === 'gps' ? (reading.gpsValid ?? true) : null)),
+    ],
+  );
+}
+
+export interface MessageInput {
+  type: string;
+  receivedAt: Date;
+  deviceTs?: Date | null;
+  status?: 'accepted' | 'rejected' | 'duplicate' | 'partial';
+  error?: string;
+  errorDetail?: string;
+  payload?: string;
+}
+
+/** Bronze messages of the asset's device, as ingest keeps them. */
+export async function insertMessages(pool: Pool, tenantId: string, asset: FleetAsset, messages: MessageInput[]): Promise<void> {
+  await pool.query(
+    `INSERT INTO device_messages (received_at, topic, device_key, device_id, tenant_id, asset_id, message_type, status, error, error_detail,
+       device_ts, reading_count, payload_size, payload)
+     SELECT m.received_at, 'gantry/v1/devices/' || $4 || '/' || m.type, $4, $2, $1, $3, m.type, m.status, m.error, m.error_detail,
+            m.device_ts, CASE WHEN m.status = 'rejected' THEN 0 ELSE 1 END, octet_length(convert_to(m.payload, 'UTF8')), convert_to(m.payload, 'UTF8')
+       FROM unnest($5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::text[], $11::text[])
+            AS m(type, received_at, device_ts, status, error, error_detail, payload)`,
+    [
+      tenantId,
+      asset.deviceUuid,
+      asset.id,
+      asset.deviceId,
+      messages.map((message) => message.type),
+      messages.map((message) => message.receivedAt),
+      messages.map((message) => (message.deviceTs === undefined ? message.receivedAt : message.deviceTs)),
+      messages.map((message) => message.status ?? 'accepted'),
+      messages.map((message) => message.error ?? null),
+      messages.map((message) => message.errorDetail ?? null),
+      messages.map((message) => message.payload ?? '{"ts":1}'),
     ],
   );
 }

@@ -1,10 +1,11 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { AppDeps } from '../../app.ts';
 import { requireApiKey } from '../../http/auth.ts';
 import { exportQueryParams, exportResponses, sendExport, type ExportFormat } from '../../http/export.ts';
 import { resolveRange } from '../../http/query.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import { assertAssetFilterVisible } from './assets.repository.ts';
+import { positionQuery } from './assets.routes.ts';
 import { metricQuery, metricRange, wholeBuckets } from './buckets.ts';
 import { notFound, TELEMETRY_TAG } from './common.ts';
 import { deviceFilterQuery } from './devices.routes.ts';
@@ -13,6 +14,7 @@ import { geofenceAlertFilterQuery } from './geofences.routes.ts';
 import { geofenceAlertStatement } from './geofences.repository.ts';
 import { operatorStatement } from './operators.repository.ts';
 import { rangeRules } from './params.ts';
+import { autoResolution, positionStatement } from './positions.repository.ts';
 import { serviceRequestMetricStatement } from './service-request-metrics.repository.ts';
 import { identifierSessionStatement, usageSessionStatement } from './sessions.repository.ts';
 import { operatorFilterQuery, sessionFilterQuery } from './sessions.routes.ts';
@@ -85,6 +87,16 @@ export function listExports(): TelemetryExport<z.ZodObject>[] {
       statement: (scope, query) => {
         const buckets = wholeBuckets(metricRange(query), query.bucket);
         return serviceRequestMetricStatement(scope, { ...buckets, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId });
+      },
+    }),
+    defineExport({
+      name: 'positions',
+      operationName: 'TelemetryPositions',
+      summary: 'Position history of one asset',
+      query: positionQuery.extend({ assetId: z.uuid('must be a UUID').meta({ description: 'The asset (UUID, required)' }) }),
+      statement: (scope, { assetId, resolution, ...query }) => {
+        const range = resolveRange(query, rangeRules.positions);
+        return positionStatement(scope, { assetId, from: range.from, to: range.to, resolution: resolution ?? autoResolution(range.from, range.to) });
       },
     }),
     defineExport({

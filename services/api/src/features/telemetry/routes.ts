@@ -1,12 +1,20 @@
 import type { AppDeps } from '../../app.ts';
 import type { RouteSpec } from '../../http/route.ts';
+import { assetRoutes } from './assets.routes.ts';
 import { deviceRoutes } from './devices.routes.ts';
 import { exportRoutes, listExports } from './exports.routes.ts';
 import { geofenceRoutes } from './geofences.routes.ts';
 import { metricRoutes } from './metrics.routes.ts';
 import { sessionRoutes } from './sessions.routes.ts';
 
-/** The spec's Telemetry part. */
+/** The spec's Telemetry part (see docs/telemetry-api.md). */
 export function telemetryRoutes(deps: AppDeps): RouteSpec[] {
-  return [...deviceRoutes(deps), ...sessionRoutes(deps), ...geofenceRoutes(deps), ...metricRoutes(deps), ...exportRoutes(deps, listExports())];
+  return [
+    ...assetRoutes(deps),
+    ...deviceRoutes(deps),
+    ...sessionRoutes(deps),
+    ...geofenceRoutes(deps),
+    ...metricRoutes(deps),
+    ...exportRoutes(deps, listExports()),
+  ];
 }

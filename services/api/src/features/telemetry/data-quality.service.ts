@@ -1,0 +1,285 @@
+import type { Queryable } from '@gantry/db';
+import { iso } from '../../http/common-schemas.ts';
+import type { ResolvedRange } from '../../http/query.ts';
+import { readMessageCounts, readReadingCounts, type MessageCountRow, type ReadingCountRow } from './counts.repository.ts';
+import type { dataQualityStatuses } from './schemas.ts';
+import { assetScopeCondition, percent, round, SqlParams, type Row, type TelemetryScope } from './sql.ts';
+import { onlineStatusSql } from './status.ts';
+
+type DataQualityStatus = (typeof dataQualityStatuses)[number];
+
+/** Thresholds of DESIGN §3 ("data-quality status"). */
+export const dataQualityRules = {
+  /** errors: more than this share of messages rejected (percent). */
+  maxErrorRatePercent: 5,
+  /** poor_gps: less than this share of valid fixes (percent)… */
+  minGpsOkPercent: 80,
+  /** …judged only from this many fixes on. */
+  minGpsFixes: 10,
+  /** delayed: the median receive delay exceeds 5 minutes, i.e. more than half the messages arrived > 5 min late. */
+  delayedShare: 0.5,
+  recentErrors: 20,
+  payloadSampleChars: 200,
+};
+
+const statusLabels: Record<DataQualityStatus, string> = {
+  ok: 'OK',
+  delayed: 'Delayed data',
+  offline: 'Offline',
+  silent: 'Silent',
+  poor_gps: 'Poor GPS',
+  errors: 'High error rate',
+  disabled: 'Disabled',
+};
+
+/** Weight of each status in the quality score (disabled devices are left out). */
+const statusScores: Record<Exclude<DataQualityStatus, 'disabled'>, number> = {
+  ok: 100,
+  delayed: 80,
+  poor_gps: 70,
+  errors: 50,
+  silent: 30,
+  offline: 0,
+};
+
+interface DeviceRow {
+  id: string;
+  deviceId: string;
+  enabled: boolean;
+  onlineStatus: string;
+  assetId: string;
+  name: string;
+  identifier: string;
+  displayCode: string;
+  assetTypeName: string;
+  lastSeenAt: Date | null;
+  lastAdcinAt: Date | null;
+  lastGpsAt: Date | null;
+  lastHeartbeatAt: Date | null;
+  lastImuAt: Date | null;
+}
+
+async function devicesInScope(db: Queryable, scope: TelemetryScope, assetId: string | undefined): Promise<{ devices: DeviceRow[]; totalAssets: number }> {
+  const params = new SqlParams();
+  const conditions = [assetScopeCondition(params, scope)];
+  if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);
+  const { rows } = await db.query(
+    `/* api:dataQualityDevices */
+     SELECT d.id, d.device_id AS "deviceId", d.enabled, ${onlineStatusSql} AS "onlineStatus", a.id AS "assetId", a.name,
+            a.identifier, a.display_code AS "displayCode", coalesce(t.name, '') AS "assetTypeName",
+            s.last_seen_at AS "lastSeenAt", s.adc_ts AS "lastAdcinAt", s.position_ts AS "lastGpsAt",
+            s.heartbeat_ts AS "lastHeartbeatAt", s.imu_ts AS "lastImuAt"
+       FROM devices d
+       JOIN assets a ON a.id = d.asset_id
+       LEFT JOIN asset_types t ON t.id = a.asset_type_id
+       LEFT JOIN device_state s ON s.device_id = d.id
+      WHERE ${conditions.join(' AND ')}
+      ORDER BY a.name, a.id, d.device_id`,
+    params.values,
+  );
+  const total = await db.query<{ count: number }>(
+    `/* api:dataQualityAssetCount */ SELECT count(*) AS count FROM assets a WHERE ${conditions.join(' AND ')}`,
+    params.values,
+  );
+  return { devices: rows as DeviceRow[], totalAssets: total.rows[0]?.count ?? 0 };
+}
+
+async function recentErrors(db: Queryable, scope: TelemetryScope, range: ResolvedRange, assetId: string | undefined) {
+  const params = new SqlParams();
+  const conditions = [
+    `m.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
+    `m.status = 'rejected'`,
+    `m.received_at >= ${params.add(range.from, 'timestamptz')}`,
+    `m.received_at < ${params.add(range.to, 'timestamptz')}`,
+    assetScopeCondition(params, scope),
+  ];
+  if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);
+  const { rows } = await db.query(
+    `/* api:dataQualityRecentErrors */
+     SELECT m.device_key, m.topic, m.message_type, m.error, m.error_detail, m.received_at,
+            substring(m.payload FROM 1 FOR ${dataQualityRules.payloadSampleChars * 4}) AS payload_head, m.payload_size
+       FROM device_messages m
+       JOIN devices d ON d.id = m.device_id
+       JOIN assets a ON a.id = d.asset_id
+      WHERE ${conditions.join(' AND ')}
+      ORDER BY m.received_at DESC, m.id DESC
+      LIMIT ${dataQualityRules.recentErrors}`,
+    params.values,
+  );
+  return rows.map((row: Row) => ({
+    deviceId: (row.device_key as string | null) ?? '',
+    ingestError: [row.error, row.error_detail].filter(Boolean).join(': '),
+    messageType: (row.message_type as string | null) ?? '',
+    payloadSample: payloadSample(row.payload_head as Buffer, row.payload_size as number),
+    subject: row.topic as string,
+    receivedAt: (row.received_at as Date).toISOString(),
+  }));
+}
+
+/** The start of a payload as text (invalid UTF-8 shown as U+FFFD), cut with an ellipsis. */
+export function payloadSample(head: Buffer, totalBytes: number): string {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(head).replace(/\p{Cc}/gu, (char) => (char === '\n' || char === '\t' ? char : ' '));
+  const max = dataQualityRules.payloadSampleChars;
+  const chars = Array.from(text);
+  if (chars.length > max) return `${chars.slice(0, max).join('')}…`;
+  return head.length < totalBytes ? `${text}…` : text;
+}
+
+function sum<T>(rows: T[], pick: (row: T) => number): number {
+  return rows.reduce((total, row) => total + pick(row), 0);
+}
+
+function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: ReadingCountRow[]) {
+  const messageCount = sum(messages, (row) => row.messageCount);
+  const errorMessages = sum(messages, (row) => row.errorCount);
+  const parsedMessages = sum(messages, (row) => row.parsedCount);
+  const timed = sum(messages, (row) => row.timedCount);
+  const delayed = sum(messages, (row) => row.delayedCount);
+  const events = (type: string) => sum(readings.filter((row) => row.type === type), (row) => row.readingCount);
+  const gpsEvents = events('gps');
+  const validGpsEvents = sum(readings, (row) => row.validGpsCount);
+  const errorRate = percent(errorMessages, messageCount);
+  const gpsOkPercent = gpsEvents > 0 ? percent(validGpsEvents, gpsEvents) : null;
+  const delayedShare = timed > 0 ? delayed / timed : 0;
+
+  const notes: string[] = [];
+  if (!device.enabled) notes.push('device is disabled: its messages are kept but not derived');
+  if (device.lastSeenAt === null) notes.push('no message received yet');
+  else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent') notes.push(`last message received ${iso(device.lastSeenAt)}`);
+  if (errorRate > dataQualityRules.maxErrorRatePercent) notes.push(`${errorRate} % of messages rejected (more than ${dataQualityRules.maxErrorRatePercent} %)`);
+  const poorGps = gpsOkPercent !== null && gpsEvents >= dataQualityRules.minGpsFixes && gpsOkPercent < dataQualityRules.minGpsOkPercent;
+  if (poorGps) notes.push(`${gpsOkPercent} % of ${gpsEvents} GPS fixes valid (less than ${dataQualityRules.minGpsOkPercent} %)`);
+  if (delayedShare > dataQualityRules.delayedShare) notes.push(`median receive delay above 5 minutes (${round(delayedShare * 100)} % of messages late)`);
+  if (messageCount === 0 && device.lastSeenAt !== null) notes.push('no message in the range');
+
+  let status: DataQualityStatus;
+  if (!device.enabled) status = 'disabled';
+  else if (device.onlineStatus === 'offline' || device.onlineStatus === 'unknown') status = 'offline';
+  else if (device.onlineStatus === 'silent') status = 'silent';
+  else if (errorRate > dataQualityRules.maxErrorRatePercent) status = 'errors';
+  else if (poorGps) status = 'poor_gps';
+  else if (delayedShare > dataQualityRules.delayedShare) status = 'delayed';
+  else status = 'ok';
+
+  return {
+    assetId: device.assetId,
+    name: device.name,
+    identifier: device.identifier,
+    displayCode: device.displayCode,
+    assetTypeName: device.assetTypeName,
+    deviceId: device.deviceId,
+    status,
+    statusLabel: statusLabels[status],
+    notes,
+    enabled: device.enabled,
+    errorRate,
+    gpsOkPercent,
+    adcinEvents: events('adcin'),
+    errorMessages,
+    gpsEvents,
+    heartbeatEvents: events('heartbeat'),
+    hourmeterEvents: events('hourmeter'),
+    imuEvents: events('imu'),
+    messageCount,
+    parsedMessages,
+    silverEvents: sum(readings, (row) => row.readingCount),
+    validGpsEvents,
+    lastAdcinAt: iso(device.lastAdcinAt),
+    lastGpsAt: iso(device.lastGpsAt),
+    lastHeartbeatAt: iso(device.lastHeartbeatAt),
+    lastImuAt: iso(device.lastImuAt),
+    lastSeenAt: iso(device.lastSeenAt),
+    onlineStatus: device.onlineStatus,
+  };
+}
+
+function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const list = groups.get(key(row)) ?? [];
+    list.push(row);
+    groups.set(key(row), list);
+  }
+  return groups;
+}
+
+/**
+ * The data-quality report of DESIGN §3 for [from, to): one entry per device (with its
+ * asset), message types, the latest rejected messages and a summary. Counts come from
+ * the hourly gold relations plus live edges; statuses use the live online status.
+ */
+export async function readDataQuality(db: Queryable, scope: TelemetryScope, range: ResolvedRange, assetId: string | undefined) {
+  const { devices, totalAssets } = await devicesInScope(db, scope, assetId);
+  const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), from: range.from, to: range.to };
+  const [messages, readings, errors] = await Promise.all([
+    readMessageCounts(db, query),
+    readReadingCounts(db, query),
+    recentErrors(db, scope, range, assetId),
+  ]);
+  const messagesByDevice = groupBy(messages.rows, (row) => row.deviceId);
+  const readingsByDevice = groupBy(readings.rows, (row) => row.deviceId);
+  const assessed = devices.map((device) => assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? []));
+  const assets = assessed.map(({ onlineStatus: _onlineStatus, ...entry }) => entry);
+
+  const messageTypes = [...groupBy(messages.rows, (row) => row.messageType).entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([messageType, rows]) => {
+      const messageCount = sum(rows, (row) => row.messageCount);
+      const errorMessages = sum(rows, (row) => row.errorCount);
+      return {
+        messageType,
+        deviceCount: new Set(rows.filter((row) => row.messageCount > 0).map((row) => row.deviceId)).size,
+        errorMessages,
+        messageCount,
+        errorRate: percent(errorMessages, messageCount),
+      };
+    });
+
+  const count = (status: DataQualityStatus) => assets.filter((entry) => entry.status === status).length;
+  const totals = {
+    messageCount: sum(assets, (entry) => entry.messageCount),
+    errorMessages: sum(assets, (entry) => entry.errorMessages),
+    parsedMessages: sum(assets, (entry) => entry.parsedMessages),
+    silverEvents: sum(assets, (entry) => entry.silverEvents),
+    gpsEvents: sum(assets, (entry) => entry.gpsEvents),
+    validGpsEvents: sum(assets, (entry) => entry.validGpsEvents),
+  };
+  const scored = assets.filter((entry) => entry.status !== 'disabled');
+  const assetsWithData = assets.filter((entry) => entry.messageCount > 0).length;
+  const updatedAt = [messages.coverage.updatedAt, readings.coverage.updatedAt];
+  const anySeen = devices.some((device) => device.lastSeenAt !== null);
+
+  return {
+    generatedAt: new Date().toISOString(),
+    from: range.from.toISOString(),
+    to: range.echo.to,
+    telemetryEnabled: devices.length > 0,
+    capabilityState: devices.length === 0 ? ('not_configured' as const) : anySeen ? ('configured' as const) : ('configured_no_data' as const),
+    assets,
+    messageTypes,
+    recentErrors: errors,
+    summary: {
+      assetsWithData,
+      delayedAssets: count('delayed'),
+      errorAssets: count('errors'),
+      errorMessages: totals.errorMessages,
+      gpsEvents: totals.gpsEvents,
+      messageCount: totals.messageCount,
+      offlineAssets: count('offline'),
+      onlineAssets: assessed.filter((entry) => entry.onlineStatus === 'online').length,
+      parsedMessages: totals.parsedMessages,
+      poorGpsAssets: count('poor_gps'),
+      recentErrorCount: errors.length,
+      silentAssets: count('silent'),
+      silverEvents: totals.silverEvents,
+      telemetryAssets: new Set(devices.map((device) => device.assetId)).size,
+      totalAssets,
+      validGpsEvents: totals.validGpsEvents,
+      coveragePercent: percent(assetsWithData, assets.length),
+      errorRate: percent(totals.errorMessages, totals.messageCount),
+      gpsOkPercent: percent(totals.validGpsEvents, totals.gpsEvents),
+      qualityScore: scored.length > 0 ? round(sum(scored, (entry) => statusScores[entry.status as keyof typeof statusScores]) / scored.length) : 0,
+      analyticsUpdatedAt: updatedAt.some((value) => value === null) ? null : iso(new Date(Math.min(...updatedAt.map((value) => (value as Date).getTime())))),
+    },
+  };
+}
