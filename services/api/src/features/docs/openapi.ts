@@ -86,7 +86,8 @@ function responseConfig(route: RouteSpec, status: number, spec: ResponseSpec): R
     config.content = { [spec.contentType ?? 'application/json']: { schema: spec.schema } };
   } else if (spec.contentType) {
     const binary = BINARY_TYPES.test(spec.contentType);
-    config.content = { [spec.contentType]: { schema: binary ? { type: 'string', format: 'binary' } : { type: 'string' } } };
+    const schema = /json/.test(spec.contentType) ? { type: 'object' as const } : binary ? { type: 'string' as const, format: 'binary' } : { type: 'string' as const };
+    config.content = { [spec.contentType]: { schema } };
   }
   return config;
 }

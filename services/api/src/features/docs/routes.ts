@@ -36,8 +36,6 @@ function asset(name: AssetName): { raw: Buffer; gzip: Buffer } {
   return loaded;
 }
 
-const OpenApiDocumentSchema = z.record(z.string(), z.unknown()).meta({ description: 'OpenAPI 3.0.3 document' });
-
 const html = (description: string) => ({ description, contentType: 'text/html' });
 
 /** The origin links in the guide point at: GANTRY_PUBLIC_URL, else the request's own (if sane). */
@@ -45,6 +43,18 @@ function publicOrigin(ctx: Context, publicUrl: string | undefined): string {
   if (publicUrl) return publicUrl.replace(/\/+$/, '');
   const origin = `${ctx.protocol}://${ctx.host}`;
   return /^https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(origin) ? origin : 'http://localhost:8080';
+}
+
+/** A body kept in memory both plain and gzipped; gzip when the client takes it. */
+function sendCompressible(ctx: Context, body: { raw: Buffer; gzip: Buffer }, type: string): void {
+  ctx.type = type;
+  ctx.vary('Accept-Encoding');
+  if (ctx.acceptsEncodings('gzip', 'identity') === 'gzip') {
+    ctx.set('Content-Encoding', 'gzip');
+    ctx.body = body.gzip;
+  } else {
+    ctx.body = body.raw;
+  }
 }
 
 function sendPage(ctx: Context, body: string, policy: string): void {
@@ -82,6 +92,17 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
     return generated;
   };
 
+  const serialized = new Map<DocumentOptions['base'], { raw: Buffer; gzip: Buffer }>();
+  const serializedFor = (base: DocumentOptions['base']) => {
+    let body = serialized.get(base);
+    if (!body) {
+      const raw = Buffer.from(JSON.stringify(documentFor(base).document));
+      body = { raw, gzip: gzipSync(raw) };
+      serialized.set(base, body);
+    }
+    return body;
+  };
+
   const guideValues = (ctx: Context): GuideValues => ({
     baseUrl: `${publicOrigin(ctx, config.http.publicUrl)}${basePaths.external}`,
     ratePoints: policies.default.points,
@@ -97,7 +118,18 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
     webhookBackoff: config.webhooks.backoffSeconds.join(', '),
     webhookTimeoutSeconds: config.webhooks.timeoutSeconds,
   });
-  const guide = async (ctx: Context) => sendPage(ctx, renderGuide(registry().routes, guideValues(ctx)), pagePolicies.guide);
+  // Rendering markdown costs milliseconds; the page only varies with the origin it names.
+  const renderedGuides = new Map<string, string>();
+  const guide = async (ctx: Context) => {
+    const values = guideValues(ctx);
+    let page = renderedGuides.get(values.baseUrl);
+    if (page === undefined) {
+      page = renderGuide(registry().routes, values);
+      if (renderedGuides.size >= 32) renderedGuides.clear();
+      renderedGuides.set(values.baseUrl, page);
+    }
+    sendPage(ctx, page, pagePolicies.guide);
+  };
 
   const guideRoute = (path: string, operationId: string, summary: string, deprecated: boolean) =>
     defineRoute({
@@ -123,10 +155,11 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       summary: 'The OpenAPI 3.0.3 document of this API',
       tags: [TAG],
       auth: 'public',
-      responses: { 200: { description: 'OpenAPI 3.0.3 document (JSON)', schema: OpenApiDocumentSchema } },
+      // Sent as serialized once (a large document); declared as a free-form JSON object.
+      responses: { 200: { description: 'OpenAPI 3.0.3 document (free-form JSON object)', contentType: 'application/json' } },
       handler: async (ctx) => {
         ctx.set('Cache-Control', 'no-cache');
-        ctx.body = documentFor('external').document;
+        sendCompressible(ctx, serializedFor('external'), 'application/json; charset=utf-8');
       },
     }),
     guideRoute('/guide', 'getGuide', 'HTML guide: first call, keys and scope, ranges, paging, exports, webhooks, errors, limits', false),
@@ -160,16 +193,8 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       responses: { 200: { description: 'The file', contentType: 'application/octet-stream' } },
       handler: async (ctx, { params }) => {
         const { file } = params as { file: AssetName };
-        const loaded = asset(file);
-        ctx.type = assetFiles[file].type;
         ctx.set('Cache-Control', 'public, max-age=3600');
-        ctx.vary('Accept-Encoding');
-        if (ctx.acceptsEncodings('gzip', 'identity') === 'gzip') {
-          ctx.set('Content-Encoding', 'gzip');
-          ctx.body = loaded.gzip;
-        } else {
-          ctx.body = loaded.raw;
-        }
+        sendCompressible(ctx, asset(file), assetFiles[file].type);
       },
     }),
     defineRoute({
@@ -180,9 +205,9 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       summary: 'The OpenAPI 3.0.3 document of the admin API',
       tags: ['Admin'],
       auth: 'admin',
-      responses: { 200: { description: 'OpenAPI 3.0.3 document (JSON)', schema: OpenApiDocumentSchema } },
+      responses: { 200: { description: 'OpenAPI 3.0.3 document (free-form JSON object)', contentType: 'application/json' } },
       handler: async (ctx) => {
-        ctx.body = documentFor('admin').document;
+        sendCompressible(ctx, serializedFor('admin'), 'application/json; charset=utf-8');
       },
     }),
   ];
