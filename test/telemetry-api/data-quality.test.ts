@@ -1,0 +1,226 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provisioning } from '@gantry/api';
+import { availableStorageModes, createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { json, startTestApi, type TestApi } from '../support/api.ts';
+import { provisioner } from '../support/fixtures.ts';
+import { createFleet, insertDeviceState, insertMessages, insertReadings, minutesAgo, type Fleet, type MessageInput } from './fixtures.ts';
+import { materializeGold } from './gold.ts';
+
+const HOUR = 3_600_000;
+
+function times(count: number, from: number, type: string, extra: Partial<MessageInput> = {}): MessageInput[] {
+  return Array.from({ length: count }, (_, index) => ({ type, receivedAt: minutesAgo(from - index), ...extra }));
+}
+
+describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', (mode) => {
+  let db: TestDatabase;
+  let api: TestApi;
+  let fleet: Fleet;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(`telemetry_quality_${mode}`, mode);
+    api = await startTestApi(db.pool, db.url);
+    fleet = await createFleet(db.pool, [
+      ['Poor GPS', 'Acme'],
+      ['Erring', 'Acme'],
+      ['Late', 'Globex'],
+      ['Quiet', 'Globex'],
+      ['Never', 'Acme'],
+      ['Off', 'Acme'],
+      ['Fine', 'Acme'],
+    ]);
+    await provisioning.createAsset(provisioner(db.pool), fleet.tenantId, { name: 'No device', identifier: 'NODEV', customerName: 'Acme' });
+    const t = fleet.tenantId;
+    const { byName } = fleet;
+    await provisioning.updateDevice(provisioner(db.pool), t, byName.Off!.deviceUuid, { enabled: false });
+
+    for (const name of ['Poor GPS', 'Erring', 'Late', 'Fine', 'Off']) await insertDeviceState(db.pool, t, byName[name]!, { lastSeenAt: minutesAgo(2) });
+    await insertDeviceState(db.pool, t, byName.Quiet!, { lastSeenAt: minutesAgo(40) });
+
+    // Poor GPS: 20 fixes, 15 valid (75 %).
+    await insertMessages(db.pool, t, byName['Poor GPS']!, times(20, 100, 'gps'));
+    await insertReadings(db.pool, t, byName['Poor GPS']!, Array.from({ length: 20 }, (_, index) => ({ type: 'gps', ts: minutesAgo(100 - index), gpsValid: index >= 5 })));
+    // Erring: 10 messages, 2 rejected (20 %), one with a long payload.
+    await insertMessages(db.pool, t, byName.Erring!, [
+      ...times(4, 90, 'adcin'),
+      ...times(4, 80, 'heartbeat'),
+      { type: 'gps', receivedAt: minutesAgo(30), status: 'rejected', error: 'invalid_json', errorDetail: 'Unexpected end of JSON input', payload: '{"lat": 95' },
+      { type: 'gps', receivedAt: minutesAgo(20), status: 'rejected', error: 'payload_too_large', payload: `{"pad":"${'x'.repeat(1000)}"}` },
+    ]);
+    await insertReadings(db.pool, t, byName.Erring!, [
+      ...Array.from({ length: 4 }, (_, index) => ({ type: 'adcin', ts: minutesAgo(90 - index) })),
+      ...Array.from({ length: 4 }, (_, index) => ({ type: 'heartbeat', ts: minutesAgo(80 - index) })),
+    ]);
+    // Late: every message received 10 minutes after its device time.
+    await insertMessages(
+      db.pool,
+      t,
+      byName.Late!,
+      Array.from({ length: 10 }, (_, index) => ({ type: 'imu', receivedAt: minutesAgo(70 - index), deviceTs: minutesAgo(80 - index) })),
+    );
+    await insertReadings(db.pool, t, byName.Late!, Array.from({ length: 10 }, (_, index) => ({ type: 'imu', ts: minutesAgo(80 - index) })));
+    // Quiet: last heard 40 minutes ago.
+    await insertMessages(db.pool, t, byName.Quiet!, times(5, 45, 'heartbeat'));
+    // Fine: 12 valid fixes and 4 hourmeter readings.
+    await insertMessages(db.pool, t, byName.Fine!, [...times(12, 60, 'gps'), ...times(4, 40, 'hourmeter')]);
+    await insertReadings(db.pool, t, byName.Fine!, [
+      ...Array.from({ length: 12 }, (_, index) => ({ type: 'gps', ts: minutesAgo(60 - index) })),
+      ...Array.from({ length: 4 }, (_, index) => ({ type: 'hourmeter', ts: minutesAgo(40 - index) })),
+    ]);
+    // Off: disabled, still sending.
+    await insertMessages(db.pool, t, byName.Off!, times(3, 30, 'gps'));
+  });
+  afterAll(async () => {
+    await api?.close();
+    await db?.drop();
+  });
+
+  async function get(path: string, key = fleet.tenantKey) {
+    const response = await api.external(path, key);
+    const body = await json(response);
+    expect(response.status, `${path}: ${JSON.stringify(body)}`).toBe(200);
+    return body;
+  }
+
+  const entry = (body: any, name: string) => body.assets.find((item: any) => item.name === name);
+
+  it('gives each device the first status that applies, with its counts and notes', async () => {
+    const body = await get('/telemetry/data-quality');
+    expect(body.telemetryEnabled).toBe(true);
+    expect(body.capabilityState).toBe('configured');
+    expect(Date.parse(body.to) - Date.parse(body.from)).toBe(24 * HOUR);
+    expect(Math.abs(Date.parse(body.generatedAt) - Date.now())).toBeLessThan(60_000);
+    expect(Object.fromEntries(body.assets.map((item: any) => [item.name, item.status]))).toEqual({
+      Erring: 'errors',
+      Fine: 'ok',
+      Late: 'delayed',
+      Never: 'offline',
+      Off: 'disabled',
+      'Poor GPS': 'poor_gps',
+      Quiet: 'silent',
+    });
+    expect(entry(body, 'Poor GPS')).toMatchObject({
+      assetId: fleet.byName['Poor GPS']!.id,
+      identifier: 'POOR-GPS',
+      displayCode: 'POOR-GPS',
+      assetTypeName: 'Straddle carrier',
+      deviceId: fleet.byName['Poor GPS']!.deviceId,
+      statusLabel: 'Poor GPS',
+      enabled: true,
+      gpsEvents: 20,
+      validGpsEvents: 15,
+      gpsOkPercent: 75,
+      messageCount: 20,
+      parsedMessages: 20,
+      errorMessages: 0,
+      errorRate: 0,
+      silverEvents: 20,
+    });
+    expect(entry(body, 'Poor GPS').notes.join(' ')).toContain('75 % of 20 GPS fixes valid');
+    expect(entry(body, 'Erring')).toMatchObject({
+      messageCount: 10,
+      errorMessages: 2,
+      parsedMessages: 8,
+      errorRate: 20,
+      adcinEvents: 4,
+      heartbeatEvents: 4,
+      gpsEvents: 0,
+      gpsOkPercent: null,
+      statusLabel: 'High error rate',
+    });
+    expect(entry(body, 'Late')).toMatchObject({ imuEvents: 10, messageCount: 10, statusLabel: 'Delayed data' });
+    expect(entry(body, 'Quiet')).toMatchObject({ messageCount: 5, lastSeenAt: expect.any(String) });
+    expect(entry(body, 'Never')).toMatchObject({ messageCount: 0, lastSeenAt: null, notes: ['no message received yet'] });
+    expect(entry(body, 'Fine')).toMatchObject({ gpsOkPercent: 100, hourmeterEvents: 4, notes: [] });
+  });
+
+  it('summarises message types, recent errors with truncated payloads, and the fleet', async () => {
+    const body = await get('/telemetry/data-quality');
+    expect(body.messageTypes).toEqual([
+      { messageType: 'adcin', deviceCount: 1, errorMessages: 0, messageCount: 4, errorRate: 0 },
+      { messageType: 'gps', deviceCount: 4, errorMessages: 2, messageCount: 37, errorRate: 5.41 },
+      { messageType: 'heartbeat', deviceCount: 2, errorMessages: 0, messageCount: 9, errorRate: 0 },
+      { messageType: 'hourmeter', deviceCount: 1, errorMessages: 0, messageCount: 4, errorRate: 0 },
+      { messageType: 'imu', deviceCount: 1, errorMessages: 0, messageCount: 10, errorRate: 0 },
+    ]);
+    expect(body.recentErrors).toHaveLength(2);
+    expect(body.recentErrors[0]).toMatchObject({
+      deviceId: fleet.byName.Erring!.deviceId,
+      ingestError: 'payload_too_large',
+      messageType: 'gps',
+      subject: `gantry/v1/devices/${fleet.byName.Erring!.deviceId}/gps`,
+    });
+    expect(body.recentErrors[0].payloadSample).toHaveLength(201);
+    expect(body.recentErrors[0].payloadSample.endsWith('…')).toBe(true);
+    expect(body.recentErrors[1]).toMatchObject({ ingestError: 'invalid_json: Unexpected end of JSON input', payloadSample: '{"lat": 95' });
+    expect(body.summary).toMatchObject({
+      assetsWithData: 6,
+      delayedAssets: 1,
+      errorAssets: 1,
+      errorMessages: 2,
+      gpsEvents: 32,
+      validGpsEvents: 27,
+      messageCount: 64,
+      parsedMessages: 62,
+      silverEvents: 54,
+      offlineAssets: 1,
+      onlineAssets: 4,
+      poorGpsAssets: 1,
+      silentAssets: 1,
+      recentErrorCount: 2,
+      telemetryAssets: 7,
+      totalAssets: 8,
+      coveragePercent: 85.71,
+      errorRate: 3.13,
+      gpsOkPercent: 84.38,
+      // ok 100, errors 50, delayed 80, poor_gps 70, silent 30, offline 0 → 330 / 6
+      qualityScore: 55,
+    });
+  });
+
+  it('shows a customer key only its devices, and filters by asset', async () => {
+    const globex = await get('/telemetry/data-quality', fleet.globexKey);
+    expect(globex.assets.map((item: any) => item.name)).toEqual(['Late', 'Quiet']);
+    expect(globex.messageTypes.map((item: any) => item.messageType)).toEqual(['heartbeat', 'imu']);
+    expect(globex.recentErrors).toEqual([]);
+    expect(globex.summary).toMatchObject({ telemetryAssets: 2, totalAssets: 2, messageCount: 15 });
+    const one = await get(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`);
+    expect(one.assets.map((item: any) => item.name)).toEqual(['Erring']);
+    expect(one.recentErrors).toHaveLength(2);
+    expect((await api.external(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`, fleet.globexKey)).status).toBe(404);
+  });
+
+  it('counts only what falls inside the range, and gives the same answer once gold is refreshed', async () => {
+    const from = new Date(Date.now() - 65 * 60_000).toISOString();
+    const to = new Date(Date.now() - 25 * 60_000).toISOString();
+    const window = await get(`/telemetry/data-quality?from=${from}&to=${to}`);
+    expect(window.from).toBe(from);
+    expect(entry(window, 'Fine').messageCount).toBe(16);
+    expect(entry(window, 'Erring').messageCount).toBe(1);
+
+    const before = await get('/telemetry/data-quality?from=' + new Date(Date.now() - 3 * HOUR).toISOString());
+    const hourStart = Math.floor(Date.now() / HOUR) * HOUR;
+    await materializeGold(db, ['message_counts_hourly', 'reading_counts_hourly'], new Date(hourStart - 48 * HOUR).toISOString(), new Date(hourStart).toISOString());
+    const after = await get('/telemetry/data-quality?from=' + before.from);
+    const counts = (body: any) => body.assets.map(({ notes: _notes, lastSeenAt: _seen, ...rest }: any) => rest);
+    expect(counts(after)).toEqual(counts(before));
+    expect(after.messageTypes).toEqual(before.messageTypes);
+    expect(after.summary.analyticsUpdatedAt).not.toBeNull();
+    expect(before.summary.analyticsUpdatedAt).toBeNull();
+  });
+
+  it('says not_configured for a key without telemetry, and 400 for bad input', async () => {
+    const other = await provisioning.createApiKey(provisioner(db.pool), fleet.tenantId, { name: 'nobody', customerName: 'Initech' });
+    const empty = await get('/telemetry/data-quality', other.key);
+    expect(empty).toMatchObject({ telemetryEnabled: false, capabilityState: 'not_configured', assets: [], summary: { totalAssets: 0, qualityScore: 0 } });
+    for (const [query, expected] of [
+      ['from=2026-01-01&to=2026-03-01', 'at most 31 days'],
+      ['assetId=1', 'assetId'],
+      ['from=tomorrow', 'from'],
+    ] as const) {
+      const response = await api.external(`/telemetry/data-quality?${query}`, fleet.tenantKey);
+      expect(response.status, query).toBe(400);
+      expect((await json(response)).error).toContain(expected);
+    }
+  });
+});
