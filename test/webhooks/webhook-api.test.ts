@@ -116,6 +116,9 @@ describe('subscriptions', () => {
     const given = await createSubscription({ url: 'http://127.0.0.1:9/given', events: ['report.created'], secret: 'my-own-secret-0123456789' });
     expect(given).toMatchObject({ name: '127.0.0.1:9', secret: 'my-own-secret-0123456789', secretSet: true, secretPreview: '****6789' });
     const unsigned = await createSubscription({ url: 'http://127.0.0.1:9/unsigned', events: ['report.created'], secret: null });
+    const longHost = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(40)}.example`;
+    const named = await createSubscription({ url: `http://${longHost}/hook`, events: ['report.created'] });
+    expect(named.name).toBe(longHost.slice(0, 200));
     expect(unsigned).toMatchObject({ secret: null, secretSet: false, secretPreview: '' });
   });
 

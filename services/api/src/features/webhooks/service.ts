@@ -76,7 +76,7 @@ export async function getSubscription(deps: WebhookDeps, tenantId: string, id: s
 export async function createSubscription(deps: WebhookDeps, tenantId: string, input: WebhookSubscriptionCreate) {
   await assertAcceptableUrl(deps.config, input.url);
   const secret = input.secret === undefined ? generateSecret() : input.secret;
-  const name = input.name ?? new URL(input.url).host;
+  const name = input.name ?? new URL(input.url).host.slice(0, 200);
   return withTransaction(deps.pool, async (client) => {
     // Serialises creations per tenant so the limit holds under concurrent calls.
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook_subscriptions:${tenantId}`]);
