@@ -61,8 +61,8 @@ export const environmentSchema = z.object({
   GANTRY_WORKER_POLL_MS: positiveInt.default(500),
   GANTRY_WORKER_DEVICE_BATCH: positiveInt.default(50),
   GANTRY_GOLD_REFRESH_MS: positiveInt.default(5000),
-  GANTRY_DERIVATION_MAX_READINGS: positiveInt.default(20000),
-  GANTRY_DERIVATION_CARRY_LAG_SECONDS: nonNegativeInt.default(300),
+  GANTRY_DERIVATION_MAX_READINGS: positiveInt.default(100000),
+  GANTRY_DERIVATION_CARRY_LAG_SECONDS: nonNegativeInt.default(60),
   GANTRY_DERIVATION_GAP_SECONDS: positiveInt.default(600),
   GANTRY_DERIVATION_MOVING_SPEED_MPS: positiveNumber.default(0.5),
   GANTRY_DERIVATION_MOVING_DISTANCE_M: positiveNumber.default(5),
@@ -142,7 +142,7 @@ export interface Config {
   retention: { bronzeDays: number; readingDays: number };
   worker: { pollMs: number; deviceBatch: number; goldRefreshMs: number };
   derivation: {
-    /** Readings per device and run (a backlog is derived in slices of this size). */
+    /** Readings per run across the claimed devices (a backlog is derived in slices). */
     maxReadings: number;
     /** The stored carry lags the newest reading by this much, so slightly late readings cost nothing. */
     carryLagSeconds: number;

@@ -136,6 +136,15 @@ describe('segments', () => {
     expect(sum(result.segments.map((s) => s.hourmeterDelta))).toBe(120);
   });
 
+  it('spreads an hourmeter increment over the hours of its reading pair', () => {
+    const start = T0 + 59 * MIN;
+    const result = run([...beats(start, start + 2 * MIN, true), hm(start, 0), hm(start + 2 * MIN, 120), hb(start + 2 * MIN + 1, false)]);
+    const byHour = (hour: number) =>
+      sum(result.segments.filter((s) => Math.floor(s.start / 3_600_000) * 3_600_000 === hour).map((s) => s.hourmeterDelta));
+    expect(byHour(T0)).toBeCloseTo(60, 6);
+    expect(byHour(T0 + 60 * MIN)).toBeCloseTo(60, 6);
+  });
+
   it('counts IMU messages with peakG ≥ 2.5 as anomalies', () => {
     const result = run([...beats(T0, T0 + MIN, true), imu(T0, 1.2), imu(T0 + 10 * S, 2.5), imu(T0 + 20 * S, 3.1)]);
     expect(sum(result.segments.map((s) => s.imuAnomalies))).toBe(2);
@@ -196,6 +205,12 @@ describe('usage sessions', () => {
     expect(run(readings, { now: T0 + 11 * MIN }).usageSessions[0]).toMatchObject({ isOpen: true, endReason: null });
     const closed = run(readings, { now: T0 + 21 * MIN }).usageSessions[0]!;
     expect(closed).toMatchObject({ isOpen: false, endReason: 'timeout', end: T0 + 10 * MIN });
+  });
+
+  it('a session switched off at the newest reading is closed at once, before the hourmeter pair after it completes', () => {
+    const readings = [...beats(T0, T0 + 5 * MIN, true), hm(T0, 100), hm(T0 + 5 * MIN, 400), hb(T0 + 5 * MIN, false)];
+    const session = run(readings, { now: T0 + 6 * MIN }).usageSessions[0]!;
+    expect(session).toMatchObject({ isOpen: false, endReason: 'ignition_off', end: T0 + 5 * MIN, hourmeterDelta: 300 });
   });
 
   it('container work inside the session: cycles, loaded and empty time and distance', () => {

@@ -42,14 +42,19 @@ interface Interval {
   /** null while the fix pair spanning the interval is incomplete. */
   moving: boolean | null;
   distanceM: number;
-  /** Inference for devices without ignition: the hourmeter rose over the interval (null: pending). */
-  hourmeterRising: boolean | null;
+  /**
+   * The interval's share of the hourmeter increment of the reading pair around it, in
+   * proportion to time (null while the pair is incomplete). For devices without
+   * ignition a positive share also means running.
+   */
+  hourmeterShare: number | null;
   /** For no-data intervals: how long the device was silent (ms). */
   silentMs: number;
 }
 
 type StreamEvent =
-  | { kind: 'hourmeter'; ts: number; increment: number }
+  /** distributed: already spread over the intervals of the pair (segments skip it). */
+  | { kind: 'hourmeter'; ts: number; increment: number; distributed: boolean }
   | { kind: 'tally'; ts: number; tally: Tally }
   | { kind: 'login'; ts: number; identifier: string }
   | { kind: 'logout'; ts: number; identifier: string | null }
@@ -108,6 +113,8 @@ export interface Carry {
   lastTs: number | null;
   assetId: string | null;
   ignition: boolean | null;
+  /** When the ignition last went from on to off. */
+  ignitionOffAt: number | null;
   adcOn: boolean | null;
   fix: { ts: number; lat: number; lon: number } | null;
   hourmeter: { ts: number; value: number } | null;
@@ -191,6 +198,7 @@ export function emptyCarry(): Carry {
     lastTs: null,
     assetId: null,
     ignition: null,
+    ignitionOffAt: null,
     adcOn: null,
     fix: null,
     hourmeter: null,
@@ -211,9 +219,9 @@ export function stableId(...parts: string[]): string {
 }
 
 const floorHour = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
-const isResolved = (iv: Interval) => iv.moving !== null && (iv.ignitionBased || iv.hourmeterRising !== null);
+const isResolved = (iv: Interval) => iv.moving !== null && iv.hourmeterShare !== null;
 const runningOf = (iv: Interval) =>
-  iv.hasData && (iv.ignitionBased ? iv.ignition : iv.moving === true || iv.hourmeterRising === true);
+  iv.hasData && (iv.ignitionBased ? iv.ignition : iv.moving === true || (iv.hourmeterShare ?? 0) > 0);
 
 function addTally(figures: SessionFigures, tally: Tally): void {
   figures.eventCount += tally.readings;
@@ -326,7 +334,7 @@ class Deriver {
       ignition: s.ignition === true,
       moving: hasData && s.fix ? null : false,
       distanceM: 0,
-      hourmeterRising: hasData && !ignitionBased && s.hourmeter && s.hourmeterPairable ? null : false,
+      hourmeterShare: hasData && s.hourmeter && s.hourmeterPairable ? null : 0,
       silentMs,
     };
   }
@@ -350,11 +358,13 @@ class Deriver {
     if (pair === null) this.state.fix = null;
   }
 
-  private resolveHourmeter(rising: boolean | null): void {
+  /** Spreads an increment over the pending intervals of its pair by time, or settles them at 0 (null). */
+  private resolveHourmeter(pair: { increment: number; ms: number } | null): void {
     for (const item of this.state.queue) {
-      if (item.kind === 'interval' && item.hourmeterRising === null) item.hourmeterRising = rising === true;
+      if (item.kind !== 'interval' || item.hourmeterShare !== null) continue;
+      item.hourmeterShare = pair && pair.ms > 0 ? (pair.increment * (item.to - item.from)) / pair.ms : 0;
     }
-    if (rising === null) this.state.hourmeterPairable = false;
+    if (pair === null) this.state.hourmeterPairable = false;
   }
 
   private apply(r: Reading, tally: Tally): void {
@@ -365,7 +375,10 @@ class Deriver {
       s.inside = {};
     }
     if (r.ignition !== undefined && r.ignition !== null) {
-      if (s.ignition === true && !r.ignition) s.queue.push({ kind: 'ignition_off', ts: r.ts });
+      if (s.ignition === true && !r.ignition) {
+        s.queue.push({ kind: 'ignition_off', ts: r.ts });
+        s.ignitionOffAt = r.ts;
+      }
       s.ignition = r.ignition;
     }
     switch (r.type) {
@@ -391,9 +404,10 @@ class Deriver {
       case 'hourmeter': {
         if (r.hourmeter === undefined || r.hourmeter === null) break;
         if (s.hourmeter) {
-          const increment = r.hourmeter - s.hourmeter.value;
-          s.queue.push({ kind: 'hourmeter', ts: r.ts, increment: Math.max(0, increment) });
-          if (s.hourmeterPairable) this.resolveHourmeter(increment > 0);
+          const increment = Math.max(0, r.hourmeter - s.hourmeter.value);
+          const distributed = s.hourmeterPairable;
+          if (distributed) this.resolveHourmeter({ increment, ms: r.ts - s.hourmeter.ts });
+          s.queue.push({ kind: 'hourmeter', ts: r.ts, increment, distributed });
         }
         s.hourmeter = { ts: r.ts, value: r.hourmeter };
         s.hourmeterPairable = true;
@@ -454,7 +468,8 @@ class Deriver {
         break;
       case 'hourmeter': {
         const { segment, usage, ident } = this.state;
-        if (segment.current) segment.current.hourmeterDelta += item.increment;
+        // An increment across a broken pair (a gap) lands where it was reported.
+        if (segment.current && !item.distributed) segment.current.hourmeterDelta += item.increment;
         if (usage.open) usage.open.figures.hourmeterDelta = (usage.open.figures.hourmeterDelta ?? 0) + item.increment;
         if (ident.open) ident.open.figures.hourmeterDelta = (ident.open.figures.hourmeterDelta ?? 0) + item.increment;
         break;
@@ -507,6 +522,7 @@ class Deriver {
       target.end = pieceTo;
       target.seconds += (pieceTo - pieceFrom) / 1000;
       target.distanceM += length > 0 ? (iv.distanceM * (pieceTo - pieceFrom)) / length : 0;
+      target.hourmeterDelta += length > 0 ? ((iv.hourmeterShare ?? 0) * (pieceTo - pieceFrom)) / length : 0;
       pieceFrom = pieceTo;
     }
   }
@@ -576,7 +592,7 @@ class Deriver {
         };
       }
       open.committed = null;
-      if (!iv.ignitionBased && iv.hourmeterRising) open.hourmeterEvidence = true;
+      if (!iv.ignitionBased && (iv.hourmeterShare ?? 0) > 0) open.hourmeterEvidence = true;
       addTally(open.figures, buffered);
       addInterval(open.figures, iv);
       trackStops(open.tracker, open.figures, iv, stopMinMs);
@@ -711,9 +727,9 @@ class Deriver {
     if (s.usage.open) {
       const open = s.usage.open;
       const view = open.committed ? { ...open, ...open.committed } : open;
-      if (open.ignitionBased && s.ignition === false && s.queue.length === 0 && s.lastTs !== null) {
-        // Switched off at the newest reading: ended, exactly as the next interval will say.
-        const row = this.usageRow(view, s.lastTs, 'ignition_off');
+      if (open.ignitionBased && s.ignition === false && s.ignitionOffAt !== null && open.lastEnd === s.ignitionOffAt) {
+        // Switched off and every running interval placed: ended, as the next interval will say.
+        const row = this.usageRow(view, s.ignitionOffAt, 'ignition_off');
         addTally(row, s.usage.buffered);
         this.usageSessions.push(row);
       } else {

@@ -1,0 +1,471 @@
+import type { PoolClient, Queryable } from '@gantry/db';
+import {
+  isCarry,
+  readingTypes,
+  type Carry,
+  type IdentifierSession,
+  type Reading,
+  type ReadingType,
+  type Segment,
+  type UsageSession,
+} from '@gantry/telemetry-core';
+
+export interface ClaimedDevice {
+  deviceId: string;
+  tenantId: string;
+  /** Earliest reading not yet derived (infinity: only a timeout fell due). */
+  dirtyFrom: number;
+}
+
+/**
+ * Takes up to `limit` dirty devices for this transaction. Rows locked by another
+ * worker (or by an ingest batch marking them right now) are skipped, so each device is
+ * derived by one worker at a time and in order.
+ */
+export async function claimDirtyDevices(client: PoolClient, limit: number): Promise<ClaimedDevice[]> {
+  const { rows } = await client.query<{ device_id: string; tenant_id: string; dirty_from: Date | number }>(
+    `/* worker:claimDirtyDevices */
+     SELECT device_id, tenant_id, dirty_from FROM derivation_queue
+      ORDER BY marked_at
+      LIMIT $1
+      FOR UPDATE SKIP LOCKED`,
+    [limit],
+  );
+  return rows.map((row) => ({
+    deviceId: row.device_id,
+    tenantId: row.tenant_id,
+    // pg gives ±infinity as a number, finite times as Date.
+    dirtyFrom: row.dirty_from instanceof Date ? row.dirty_from.getTime() : row.dirty_from,
+  }));
+}
+
+export interface StoredState {
+  carry: Carry | null;
+  derivedUntil: number | null;
+}
+
+export async function loadDerivationStates(db: Queryable, deviceIds: string[]): Promise<Map<string, StoredState>> {
+  const { rows } = await db.query<{ device_id: string; carry: unknown; derived_until: Date | null }>(
+    `/* worker:loadDerivationStates */
+     SELECT device_id, carry, derived_until FROM derivation_state WHERE device_id = ANY ($1::uuid[])`,
+    [deviceIds],
+  );
+  return new Map(
+    rows.map((row) => [
+      row.device_id,
+      { carry: isCarry(row.carry) ? row.carry : null, derivedUntil: row.derived_until?.getTime() ?? null },
+    ]),
+  );
+}
+
+/** The newest checkpoint at or before each device's late reading (null: derive from scratch). */
+export async function loadCheckpoints(db: Queryable, wanted: Array<{ deviceId: string; before: number }>): Promise<Map<string, Carry>> {
+  if (wanted.length === 0) return new Map();
+  const { rows } = await db.query<{ device_id: string; carry: unknown }>(
+    `/* worker:loadCheckpoints */
+     SELECT w.device_id, c.carry
+       FROM unnest($1::uuid[], $2::timestamptz[]) AS w(device_id, before)
+       CROSS JOIN LATERAL (
+         SELECT carry FROM derivation_checkpoints c
+          WHERE c.device_id = w.device_id AND c.at <= w.before
+          ORDER BY c.at DESC LIMIT 1
+       ) c`,
+    [wanted.map((w) => w.deviceId), wanted.map((w) => toTimestamp(w.before))],
+  );
+  const result = new Map<string, Carry>();
+  for (const row of rows) if (isCarry(row.carry)) result.set(row.device_id, row.carry);
+  return result;
+}
+
+interface ReadingRow {
+  device_id: string;
+  ts: Date;
+  type: string;
+  asset_id: string | null;
+  ignition: boolean | null;
+  latitude: number | null;
+  longitude: number | null;
+  gps_valid: boolean | null;
+  adc_on: boolean | null;
+  hourmeter: number | null;
+  peak_g: number | null;
+  identifier: string | null;
+  identifier_event: string | null;
+}
+
+function toReading(row: ReadingRow): Reading | null {
+  if (!(readingTypes as readonly string[]).includes(row.type)) return null;
+  return {
+    ts: row.ts.getTime(),
+    type: row.type as ReadingType,
+    assetId: row.asset_id,
+    ignition: row.ignition,
+    latitude: row.latitude,
+    longitude: row.longitude,
+    gpsValid: row.gps_valid,
+    adcOn: row.adc_on,
+    hourmeter: row.hourmeter,
+    peakG: row.peak_g,
+    identifier: row.identifier,
+    identifierEvent: row.identifier_event,
+  };
+}
+
+export interface DeviceReadings {
+  readings: Reading[];
+  /** More readings follow the last one returned (the limit cut them). */
+  more: boolean;
+}
+
+/**
+ * Each device's readings from its start time on, in (ts, type) order, at most `limit`
+ * per device; a cut never splits one timestamp's readings.
+ */
+export async function loadReadings(
+  db: Queryable,
+  wanted: Array<{ deviceId: string; from: number }>,
+  limit: number,
+): Promise<Map<string, DeviceReadings>> {
+  const result = new Map<string, DeviceReadings>(wanted.map((w) => [w.deviceId, { readings: [], more: false }]));
+  if (wanted.length === 0) return result;
+  const { rows } = await db.query<ReadingRow>(
+    `/* worker:loadReadings */
+     SELECT w.device_id, r.ts, r.type, r.asset_id, r.ignition, r.latitude, r.longitude, r.gps_valid,
+            r.adc_on, r.hourmeter, r.peak_g, r.identifier, r.identifier_event
+       FROM unnest($1::uuid[], $2::timestamptz[]) AS w(device_id, from_ts)
+       CROSS JOIN LATERAL (
+         SELECT ts, type, asset_id, ignition, latitude, longitude, gps_valid, adc_on, hourmeter, peak_g, identifier, identifier_event
+           FROM telemetry_readings r
+          WHERE r.device_id = w.device_id AND r.ts >= w.from_ts
+          ORDER BY r.ts, r.type
+          LIMIT $3
+       ) r`,
+    [wanted.map((w) => w.deviceId), wanted.map((w) => toTimestamp(w.from)), limit],
+  );
+  const counts = new Map<string, number>();
+  for (const row of rows) {
+    counts.set(row.device_id, (counts.get(row.device_id) ?? 0) + 1);
+    const reading = toReading(row);
+    if (reading) result.get(row.device_id)!.readings.push(reading);
+  }
+  for (const [deviceId, entry] of result) {
+    if ((counts.get(deviceId) ?? 0) < limit || entry.readings.length === 0) continue;
+    entry.more = true;
+    const lastTs = entry.readings[entry.readings.length - 1]!.ts;
+    const whole = entry.readings.filter((reading) => reading.ts < lastTs);
+    // One timestamp with more readings than the limit is taken whole rather than never.
+    if (whole.length > 0) entry.readings = whole;
+  }
+  return result;
+}
+
+export function toTimestamp(ms: number): string {
+  if (ms === -Infinity) return '-infinity';
+  if (ms === Infinity) return 'infinity';
+  return new Date(ms).toISOString();
+}
+
+export interface DeviceOutput {
+  deviceId: string;
+  tenantId: string;
+  replaceFrom: { segments: number; usageSessions: number; identifierSessions: number };
+  segments: Segment[];
+  usageSessions: UsageSession[];
+  identifierSessions: IdentifierSession[];
+  /** Checkpoints after this time are stale and replaced. */
+  checkpointsFrom: number;
+  checkpoints: Carry[];
+  carry: Carry;
+  derivedUntil: number | null;
+  recheckAt: number | null;
+  /** The queue row stays, from this time, when more readings wait; otherwise it goes. */
+  continueFrom: number | null;
+}
+
+export interface ReplacedRange {
+  tenantId: string;
+  assetId: string;
+  start: number;
+  end: number;
+}
+
+/** Deletes what each device produced from its replace point on; returns the segment ranges removed. */
+export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]): Promise<ReplacedRange[]> {
+  const ids = outputs.map((o) => o.deviceId);
+  const removed = await client.query<{ tenant_id: string; asset_id: string; first: Date; last: Date }>(
+    `/* worker:deleteSegments */
+     WITH gone AS (
+       DELETE FROM telemetry_segments s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+        WHERE s.device_id = d.device_id AND s.start_ts >= d.from_ts
+       RETURNING s.tenant_id, s.asset_id, s.start_ts
+     )
+     SELECT tenant_id, asset_id, min(start_ts) AS first, max(start_ts) AS last FROM gone
+      WHERE asset_id IS NOT NULL GROUP BY tenant_id, asset_id`,
+    [ids, outputs.map((o) => toTimestamp(o.replaceFrom.segments))],
+  );
+  await client.query(
+    `/* worker:deleteUsageSessions */
+     DELETE FROM usage_sessions s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+      WHERE s.device_id = d.device_id AND s.start_ts >= d.from_ts`,
+    [ids, outputs.map((o) => toTimestamp(o.replaceFrom.usageSessions))],
+  );
+  await client.query(
+    `/* worker:deleteIdentifierSessions */
+     DELETE FROM identifier_sessions s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+      WHERE s.device_id = d.device_id AND s.start_ts >= d.from_ts`,
+    [ids, outputs.map((o) => toTimestamp(o.replaceFrom.identifierSessions))],
+  );
+  return removed.rows.map((row) => ({ tenantId: row.tenant_id, assetId: row.asset_id, start: row.first.getTime(), end: row.last.getTime() }));
+}
+
+function columns<T>(rows: T[], pick: Array<(row: T) => unknown>): unknown[][] {
+  return pick.map((fn) => rows.map(fn));
+}
+
+export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
+  const rows = outputs.flatMap((o) => {
+    // One row per start: a later row for the same start replaces an earlier one.
+    const byStart = new Map<number, Segment>();
+    for (const segment of o.segments) byStart.set(segment.start, segment);
+    return [...byStart.values()].map((segment) => ({ o, segment }));
+  });
+  if (rows.length === 0) return;
+  await client.query(
+    `/* worker:insertSegments */
+     INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded,
+       seconds, distance_m, hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::bool[], $7::bool[],
+       $8::bool[], $9::bool[], $10::float8[], $11::float8[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[])
+     ON CONFLICT (device_id, start_ts) DO UPDATE SET
+       tenant_id = EXCLUDED.tenant_id, asset_id = EXCLUDED.asset_id, end_ts = EXCLUDED.end_ts, has_data = EXCLUDED.has_data,
+       running = EXCLUDED.running, moving = EXCLUDED.moving, loaded = EXCLUDED.loaded, seconds = EXCLUDED.seconds,
+       distance_m = EXCLUDED.distance_m, hourmeter_delta = EXCLUDED.hourmeter_delta, container_cycles = EXCLUDED.container_cycles,
+       imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points`,
+    columns(rows, [
+      (r) => r.o.tenantId,
+      (r) => r.o.deviceId,
+      (r) => r.segment.assetId,
+      (r) => toTimestamp(r.segment.start),
+      (r) => toTimestamp(r.segment.end),
+      (r) => r.segment.hasData,
+      (r) => r.segment.running,
+      (r) => r.segment.moving,
+      (r) => r.segment.loaded,
+      (r) => r.segment.seconds,
+      (r) => r.segment.distanceM,
+      (r) => r.segment.hourmeterDelta,
+      (r) => r.segment.containerCycles,
+      (r) => r.segment.imuAnomalies,
+      (r) => r.segment.imuSamples,
+      (r) => r.segment.gpsPoints,
+    ]),
+  );
+}
+
+const whole = (seconds: number) => Math.round(seconds);
+
+export async function insertUsageSessions(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
+  const rows = outputs.flatMap((o) => o.usageSessions.map((session) => ({ o, s: session })));
+  if (rows.length === 0) return;
+  await client.query(
+    `/* worker:insertUsageSessions */
+     INSERT INTO usage_sessions (id, tenant_id, device_id, asset_id, start_ts, end_ts, is_open, start_reason, end_reason,
+       confidence, identifier, distance_m, duration_seconds, moving_seconds, stationary_running_seconds, stop_count, trip_count,
+       imu_anomaly_count, imu_sample_count, hourmeter_delta, container_cycle_count, loaded_seconds, empty_seconds,
+       loaded_distance_m, empty_distance_m)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::timestamptz[], $7::bool[],
+       $8::text[], $9::text[], $10::float8[], $11::text[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[],
+       $17::int[], $18::int[], $19::int[], $20::int8[], $21::int[], $22::int[], $23::int[], $24::float8[], $25::float8[])
+     ON CONFLICT (id) DO UPDATE SET
+       asset_id = EXCLUDED.asset_id, end_ts = EXCLUDED.end_ts, is_open = EXCLUDED.is_open, start_reason = EXCLUDED.start_reason,
+       end_reason = EXCLUDED.end_reason, confidence = EXCLUDED.confidence, identifier = EXCLUDED.identifier,
+       distance_m = EXCLUDED.distance_m, duration_seconds = EXCLUDED.duration_seconds, moving_seconds = EXCLUDED.moving_seconds,
+       stationary_running_seconds = EXCLUDED.stationary_running_seconds, stop_count = EXCLUDED.stop_count,
+       trip_count = EXCLUDED.trip_count, imu_anomaly_count = EXCLUDED.imu_anomaly_count,
+       imu_sample_count = EXCLUDED.imu_sample_count, hourmeter_delta = EXCLUDED.hourmeter_delta,
+       container_cycle_count = EXCLUDED.container_cycle_count, loaded_seconds = EXCLUDED.loaded_seconds,
+       empty_seconds = EXCLUDED.empty_seconds, loaded_distance_m = EXCLUDED.loaded_distance_m,
+       empty_distance_m = EXCLUDED.empty_distance_m`,
+    columns(rows, [
+      (r) => r.s.id,
+      (r) => r.o.tenantId,
+      (r) => r.o.deviceId,
+      (r) => r.s.assetId,
+      (r) => toTimestamp(r.s.start),
+      (r) => toTimestamp(r.s.end),
+      (r) => r.s.isOpen,
+      (r) => r.s.startReason,
+      (r) => r.s.endReason,
+      (r) => r.s.confidence,
+      (r) => r.s.identifier,
+      (r) => r.s.distanceM,
+      (r) => whole((r.s.end - r.s.start) / 1000),
+      (r) => whole(r.s.movingSeconds),
+      (r) => whole(r.s.stationaryRunningSeconds),
+      (r) => r.s.stopCount,
+      (r) => r.s.tripCount,
+      (r) => r.s.imuAnomalyCount,
+      (r) => r.s.imuSampleCount,
+      (r) => r.s.hourmeterDelta,
+      (r) => r.s.containerCycleCount,
+      (r) => whole(r.s.loadedSeconds),
+      (r) => whole(r.s.emptySeconds),
+      (r) => r.s.loadedDistanceM,
+      (r) => r.s.emptyDistanceM,
+    ]),
+  );
+}
+
+export async function insertIdentifierSessions(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
+  const rows = outputs.flatMap((o) => o.identifierSessions.map((session) => ({ o, s: session })));
+  if (rows.length === 0) return;
+  await client.query(
+    `/* worker:insertIdentifierSessions */
+     INSERT INTO identifier_sessions (id, tenant_id, device_id, asset_id, identifier, start_ts, end_ts, is_open, end_reason,
+       confidence, distance_m, duration_seconds, event_count, gps_point_count, stop_count, trip_count, container_cycle_count,
+       loaded_seconds, empty_seconds, loaded_distance_m, empty_distance_m)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[], $7::timestamptz[],
+       $8::bool[], $9::text[], $10::float8[], $11::float8[], $12::int[], $13::int[], $14::int[], $15::int[], $16::int[],
+       $17::int[], $18::int[], $19::int[], $20::float8[], $21::float8[])
+     ON CONFLICT (id) DO UPDATE SET
+       asset_id = EXCLUDED.asset_id, identifier = EXCLUDED.identifier, end_ts = EXCLUDED.end_ts, is_open = EXCLUDED.is_open,
+       end_reason = EXCLUDED.end_reason, confidence = EXCLUDED.confidence, distance_m = EXCLUDED.distance_m,
+       duration_seconds = EXCLUDED.duration_seconds, event_count = EXCLUDED.event_count,
+       gps_point_count = EXCLUDED.gps_point_count, stop_count = EXCLUDED.stop_count, trip_count = EXCLUDED.trip_count,
+       container_cycle_count = EXCLUDED.container_cycle_count, loaded_seconds = EXCLUDED.loaded_seconds,
+       empty_seconds = EXCLUDED.empty_seconds, loaded_distance_m = EXCLUDED.loaded_distance_m,
+       empty_distance_m = EXCLUDED.empty_distance_m`,
+    columns(rows, [
+      (r) => r.s.id,
+      (r) => r.o.tenantId,
+      (r) => r.o.deviceId,
+      (r) => r.s.assetId,
+      (r) => r.s.identifier,
+      (r) => toTimestamp(r.s.start),
+      (r) => toTimestamp(r.s.end),
+      (r) => r.s.isOpen,
+      (r) => r.s.endReason,
+      (r) => r.s.confidence,
+      (r) => r.s.distanceM,
+      (r) => whole((r.s.end - r.s.start) / 1000),
+      (r) => r.s.eventCount,
+      (r) => r.s.gpsPointCount,
+      (r) => r.s.stopCount,
+      (r) => r.s.tripCount,
+      (r) => r.s.containerCycleCount,
+      (r) => whole(r.s.loadedSeconds),
+      (r) => whole(r.s.emptySeconds),
+      (r) => r.s.loadedDistanceM,
+      (r) => r.s.emptyDistanceM,
+    ]),
+  );
+}
+
+/** Replaces checkpoints after each device's restart point and stores the new carry. */
+export async function saveDerivationState(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
+  await client.query(
+    `/* worker:deleteStaleCheckpoints */
+     DELETE FROM derivation_checkpoints c USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, after)
+      WHERE c.device_id = d.device_id AND c.at > d.after`,
+    [outputs.map((o) => o.deviceId), outputs.map((o) => toTimestamp(o.checkpointsFrom))],
+  );
+  const checkpoints = outputs.flatMap((o) => o.checkpoints.map((carry) => ({ deviceId: o.deviceId, carry })));
+  if (checkpoints.length > 0) {
+    await client.query(
+      `/* worker:insertCheckpoints */
+       INSERT INTO derivation_checkpoints (device_id, at, carry)
+       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::jsonb[])
+       ON CONFLICT (device_id, at) DO UPDATE SET carry = EXCLUDED.carry`,
+      [checkpoints.map((c) => c.deviceId), checkpoints.map((c) => toTimestamp(c.carry.at)), checkpoints.map((c) => JSON.stringify(c.carry))],
+    );
+  }
+  await client.query(
+    `/* worker:saveDerivationState */
+     INSERT INTO derivation_state AS s (device_id, tenant_id, derived_until, carry, recheck_at, updated_at)
+     SELECT d.device_id, d.tenant_id, d.derived_until, d.carry, d.recheck_at, now()
+       FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[], $5::timestamptz[])
+            AS d(device_id, tenant_id, derived_until, carry, recheck_at)
+     ON CONFLICT (device_id) DO UPDATE SET
+       derived_until = coalesce(EXCLUDED.derived_until, s.derived_until), carry = EXCLUDED.carry,
+       recheck_at = EXCLUDED.recheck_at, updated_at = now()`,
+    [
+      outputs.map((o) => o.deviceId),
+      outputs.map((o) => o.tenantId),
+      outputs.map((o) => (o.derivedUntil === null ? null : toTimestamp(o.derivedUntil))),
+      outputs.map((o) => JSON.stringify(o.carry)),
+      outputs.map((o) => (o.recheckAt === null ? null : toTimestamp(o.recheckAt))),
+    ],
+  );
+  const done = outputs.filter((o) => o.continueFrom === null).map((o) => o.deviceId);
+  if (done.length > 0) {
+    await client.query(`/* worker:dequeueDerived */ DELETE FROM derivation_queue WHERE device_id = ANY ($1::uuid[])`, [done]);
+  }
+  const more = outputs.filter((o) => o.continueFrom !== null);
+  if (more.length > 0) {
+    await client.query(
+      `/* worker:continueDerivation */
+       UPDATE derivation_queue q SET dirty_from = d.from_ts
+         FROM unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+        WHERE q.device_id = d.device_id`,
+      [more.map((o) => o.deviceId), more.map((o) => toTimestamp(o.continueFrom!))],
+    );
+  }
+}
+
+export interface Invalidation {
+  relation: string;
+  tenantId: string;
+  subjectId: string;
+  bucketStart: number;
+  bucketEnd: number;
+}
+
+export async function recordInvalidations(client: Queryable, invalidations: Invalidation[]): Promise<void> {
+  if (invalidations.length === 0) return;
+  await client.query(
+    `/* worker:recordInvalidations */
+     INSERT INTO gold_invalidations (relation, tenant_id, subject_id, bucket_start, bucket_end)
+     SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[])`,
+    columns(invalidations, [
+      (i) => i.relation,
+      (i) => i.tenantId,
+      (i) => i.subjectId,
+      (i) => toTimestamp(i.bucketStart),
+      (i) => toTimestamp(i.bucketEnd),
+    ]),
+  );
+}
+
+/** Devices whose open sessions fall due to time out: queued so their outputs close. */
+export async function queueDueRechecks(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(
+    `/* worker:queueDueRechecks */
+     WITH due AS (
+       UPDATE derivation_state SET recheck_at = NULL
+        WHERE recheck_at <= now()
+       RETURNING device_id, tenant_id
+     )
+     INSERT INTO derivation_queue (device_id, tenant_id, dirty_from)
+     SELECT device_id, tenant_id, 'infinity' FROM due
+     ON CONFLICT (device_id) DO NOTHING`,
+  );
+  return rowCount ?? 0;
+}
+
+/** Keeps hourly checkpoints for `hourlyDays`, then one per UTC day. */
+export async function pruneCheckpoints(db: Queryable, hourlyDays: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `/* worker:pruneCheckpoints */
+     DELETE FROM derivation_checkpoints WHERE ctid IN (
+       SELECT ctid FROM derivation_checkpoints
+        WHERE at < now() - make_interval(days => $1) AND at <> date_trunc('day', at, 'UTC')
+        LIMIT 10000)`,
+    [hourlyDays],
+  );
+  return rowCount ?? 0;
+}
+
+export async function countDirtyDevices(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(`/* worker:countDirtyDevices */ SELECT count(*)::int AS count FROM derivation_queue`);
+  return rows[0]?.count ?? 0;
+}

@@ -1,0 +1,242 @@
+import type { Config } from '@gantry/config';
+import { withTransaction, type Outbox, type Pool } from '@gantry/db';
+import type { Logger } from '@gantry/logger';
+import { derive, derivationOptionsSchema, type Carry, type DerivationOptions, type DeriveResult, type Reading } from '@gantry/telemetry-core';
+import { applyGeofenceTransitions, type DeviceTransitions } from '../geofences/alerts.ts';
+import { loadEnabledZones, type TenantZone } from '../geofences/repository.ts';
+import { derivationMetrics } from './metrics.ts';
+import {
+  claimDirtyDevices,
+  deleteReplaced,
+  insertIdentifierSessions,
+  insertSegments,
+  insertUsageSessions,
+  loadCheckpoints,
+  loadDerivationStates,
+  loadReadings,
+  recordInvalidations,
+  saveDerivationState,
+  type ClaimedDevice,
+  type DeviceOutput,
+  type Invalidation,
+} from './repository.ts';
+
+export interface DerivationDeps {
+  pool: Pool;
+  outbox: Outbox;
+  logger: Logger;
+  config: Pick<Config, 'derivation' | 'worker'>;
+}
+
+export function derivationOptions(config: Pick<Config, 'derivation'>): DerivationOptions {
+  const d = config.derivation;
+  return derivationOptionsSchema.parse({
+    movingMinSpeedMps: d.movingMinSpeedMps,
+    movingMinDistanceM: d.movingMinDistanceM,
+    gapSeconds: d.gapSeconds,
+    maxPairSeconds: d.gapSeconds,
+    stopMinSeconds: d.stopMinSeconds,
+    inferredSessionMergeSeconds: d.stopMinSeconds,
+    imuAnomalyG: d.imuAnomalyG,
+    identifierTimeoutSeconds: d.identifierTimeoutSeconds,
+  });
+}
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
+
+export interface DerivationRun {
+  devices: number;
+  readings: number;
+  /** Largest (now − newest derived reading) over the run's devices, seconds. */
+  lagSeconds: number | null;
+}
+
+type Path = 'carry' | 'checkpoint' | 'scratch';
+
+/**
+ * One derivation step: claims up to a batch of dirty devices, derives each from its
+ * carry (new data), its newest checkpoint before the earliest new reading (late data)
+ * or from scratch, and in the same transaction replaces what each produced before,
+ * stores the new carry and checkpoints, records the gold buckets that changed and
+ * applies geofence transitions. Returns how much it did (0: nothing was dirty).
+ */
+export async function deriveDirtyDevices(deps: DerivationDeps, now: () => number = Date.now): Promise<DerivationRun> {
+  const started = performance.now();
+  const options = derivationOptions(deps.config);
+  const run = await withTransaction(deps.pool, async (client) => {
+    const claimed = await claimDirtyDevices(client, deps.config.worker.deviceBatch);
+    if (claimed.length === 0) return { devices: 0, readings: 0, lagSeconds: null };
+    const ids = claimed.map((device) => device.deviceId);
+    const states = await loadDerivationStates(client, ids);
+
+    const starts = new Map<string, { carry: Carry | null; path: Path }>();
+    const late: Array<{ deviceId: string; before: number }> = [];
+    for (const device of claimed) {
+      const carry = states.get(device.deviceId)?.carry ?? null;
+      if (carry && device.dirtyFrom >= carry.at) starts.set(device.deviceId, { carry, path: 'carry' });
+      else late.push({ deviceId: device.deviceId, before: device.dirtyFrom });
+    }
+    const checkpoints = await loadCheckpoints(client, late.filter((entry) => Number.isFinite(entry.before)));
+    for (const { deviceId } of late) {
+      const checkpoint = checkpoints.get(deviceId) ?? null;
+      starts.set(deviceId, { carry: checkpoint, path: checkpoint ? 'checkpoint' : 'scratch' });
+    }
+
+    const perDevice = Math.max(1000, Math.floor(deps.config.derivation.maxReadings / claimed.length));
+    const readings = await loadReadings(
+      client,
+      claimed.map((device) => ({ deviceId: device.deviceId, from: starts.get(device.deviceId)!.carry?.at ?? -Infinity })),
+      perDevice,
+    );
+    const { zones, invalid } = await loadEnabledZones(client, [...new Set(claimed.map((device) => device.tenantId))]);
+    if (invalid.length > 0) deps.logger.warn({ geofences: invalid }, 'geofences with invalid stored geometry are not evaluated');
+    const zonesById = new Map<string, TenantZone>(zones.map((zone) => [zone.id, zone]));
+
+    const at = now();
+    const outputs: DeviceOutput[] = [];
+    const transitions: DeviceTransitions[] = [];
+    const invalidations: Invalidation[] = [];
+    const failed: string[] = [];
+    let readingCount = 0;
+    let lagSeconds: number | null = null;
+    for (const device of claimed) {
+      const start = starts.get(device.deviceId)!;
+      const { readings: list, more } = readings.get(device.deviceId)!;
+      readingCount += list.length;
+      let result: DeriveResult;
+      try {
+        const lastTs = list[list.length - 1]?.ts ?? null;
+        result = derive({
+          deviceId: device.deviceId,
+          carry: start.carry,
+          readings: list,
+          geofences: zones.filter((zone) => zone.tenantId === device.tenantId),
+          now: at,
+          carryAt: lastTs === null ? Infinity : lastTs - deps.config.derivation.carryLagSeconds * 1000,
+          options,
+        });
+      } catch (error) {
+        deps.logger.error({ err: error, deviceId: device.deviceId }, 'derivation failed for a device; it stays queued');
+        derivationMetrics.failures.inc();
+        failed.push(device.deviceId);
+        continue;
+      }
+      derivationMetrics.devices.inc({ path: start.path });
+      outputs.push({
+        deviceId: device.deviceId,
+        tenantId: device.tenantId,
+        replaceFrom: result.replaceFrom,
+        segments: result.segments,
+        usageSessions: result.usageSessions,
+        identifierSessions: result.identifierSessions,
+        checkpointsFrom: start.carry?.at ?? -Infinity,
+        checkpoints: result.checkpoints,
+        carry: result.carry,
+        derivedUntil: result.lastReadingTs,
+        recheckAt: result.recheckAt,
+        continueFrom: more ? result.carry.at : null,
+      });
+      if (result.geofenceTransitions.length > 0) {
+        transitions.push({ tenantId: device.tenantId, deviceId: device.deviceId, transitions: result.geofenceTransitions });
+      }
+      invalidations.push(...readingInvalidations(device, list));
+      if (result.lastReadingTs !== null && list.length > 0) {
+        const lag = (at - result.lastReadingTs) / 1000;
+        derivationMetrics.lagSeconds.observe(Math.max(0, lag));
+        lagSeconds = Math.max(lagSeconds ?? 0, lag);
+      }
+    }
+
+    if (outputs.length > 0) {
+      const removed = await deleteReplaced(client, outputs);
+      await insertSegments(client, outputs);
+      await insertUsageSessions(client, outputs);
+      await insertIdentifierSessions(client, outputs);
+      await saveDerivationState(client, outputs);
+      invalidations.push(...segmentInvalidations(outputs, removed));
+      await recordInvalidations(client, invalidations);
+      const alerts = await applyGeofenceTransitions(client, deps.outbox, zonesById, transitions, {
+        now: at,
+        maxAgeMs: deps.config.derivation.geofenceAlertMaxAgeSeconds * 1000,
+      });
+      if (alerts.opened > 0) derivationMetrics.alerts.inc({ change: 'opened' }, alerts.opened);
+      if (alerts.resolved > 0) derivationMetrics.alerts.inc({ change: 'resolved' }, alerts.resolved);
+    }
+    if (failed.length > 0) {
+      // To the back of the queue, so one bad device does not hold up the others.
+      await client.query(`/* worker:requeueFailed */ UPDATE derivation_queue SET marked_at = now() WHERE device_id = ANY ($1::uuid[])`, [failed]);
+    }
+    return { devices: outputs.length, readings: readingCount, lagSeconds };
+  });
+  if (run.devices > 0) {
+    derivationMetrics.readings.inc(run.readings);
+    derivationMetrics.runSeconds.observe((performance.now() - started) / 1000);
+    if (run.lagSeconds !== null) derivationMetrics.newestLagSeconds.set(run.lagSeconds);
+  }
+  return run;
+}
+
+/** Buckets of the silver-based relations touched by the device's new readings. */
+function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Invalidation[] {
+  if (device.dirtyFrom === Infinity) return [];
+  let first = Infinity;
+  let last = -Infinity;
+  const positions = new Map<string, { first: number; last: number }>();
+  for (const reading of readings) {
+    if (reading.ts < device.dirtyFrom) continue;
+    first = Math.min(first, reading.ts);
+    last = Math.max(last, reading.ts);
+    if (reading.type === 'gps' && reading.gpsValid && reading.assetId) {
+      const range = positions.get(reading.assetId) ?? { first: reading.ts, last: reading.ts };
+      range.first = Math.min(range.first, reading.ts);
+      range.last = Math.max(range.last, reading.ts);
+      positions.set(reading.assetId, range);
+    }
+  }
+  if (first === Infinity) return [];
+  const result: Invalidation[] = [
+    {
+      relation: 'reading_counts_hourly',
+      tenantId: device.tenantId,
+      subjectId: device.deviceId,
+      bucketStart: floorTo(first, HOUR),
+      bucketEnd: floorTo(last, HOUR) + HOUR,
+    },
+  ];
+  for (const [assetId, range] of positions) {
+    result.push({
+      relation: 'positions_1min',
+      tenantId: device.tenantId,
+      subjectId: assetId,
+      bucketStart: floorTo(range.first, MINUTE),
+      bucketEnd: floorTo(range.last, MINUTE) + MINUTE,
+    });
+  }
+  return result;
+}
+
+/** Hours of utilization_hourly whose segments were replaced or written, per asset. */
+function segmentInvalidations(outputs: DeviceOutput[], removed: Array<{ tenantId: string; assetId: string; start: number; end: number }>): Invalidation[] {
+  const ranges = new Map<string, { tenantId: string; assetId: string; first: number; last: number }>();
+  const note = (tenantId: string, assetId: string, first: number, last: number) => {
+    const key = `${tenantId}|${assetId}`;
+    const range = ranges.get(key);
+    if (range) {
+      range.first = Math.min(range.first, first);
+      range.last = Math.max(range.last, last);
+    } else ranges.set(key, { tenantId, assetId, first, last });
+  };
+  for (const range of removed) note(range.tenantId, range.assetId, range.start, range.end);
+  for (const output of outputs) {
+    for (const segment of output.segments) if (segment.assetId) note(output.tenantId, segment.assetId, segment.start, segment.start);
+  }
+  return [...ranges.values()].map((range) => ({
+    relation: 'utilization_hourly',
+    tenantId: range.tenantId,
+    subjectId: range.assetId,
+    bucketStart: floorTo(range.first, HOUR),
+    bucketEnd: floorTo(range.last, HOUR) + HOUR,
+  }));
+}

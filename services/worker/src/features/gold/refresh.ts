@@ -1,0 +1,406 @@
+import { goldDefinition, goldRelation, withTransaction, type Pool, type PoolClient, type Queryable, type StorageMode } from '@gantry/db';
+import type { Logger } from '@gantry/logger';
+import { goldMetrics } from './metrics.ts';
+
+/**
+ * How each gold relation is kept fresh. Relations over derived data (utilization,
+ * positions) follow the invalidation log the derivation worker writes with every
+ * change, bucket by bucket, current bucket included. Relations counting raw traffic
+ * (bronze messages by receive hour, silver readings by device hour) materialize closed
+ * hours once they have settled, plus logged invalidations of hours already closed
+ * (late uploads, replays): re-counting the open hour of every device every few seconds
+ * would cost more than answering it live.
+ */
+interface RefreshPlan {
+  base: string;
+  rollups: string[];
+  closedHours: boolean;
+}
+
+export const refreshPlans: RefreshPlan[] = [
+  { base: 'utilization_hourly', rollups: ['utilization_daily'], closedHours: false },
+  { base: 'positions_1min', rollups: ['positions_15min'], closedHours: false },
+  { base: 'reading_counts_hourly', rollups: [], closedHours: true },
+  { base: 'message_counts_hourly', rollups: [], closedHours: true },
+];
+
+export interface GoldDeps {
+  pool: Pool;
+  logger: Logger;
+  storageMode: StorageMode;
+}
+
+export interface GoldRefreshOptions {
+  /** Invalidation rows applied per relation and step. */
+  batch?: number;
+  /** An hour counts as closed this long after its end (late commits of ingest batches). */
+  settleMs?: number;
+  now?: () => number;
+}
+
+export interface GoldRefreshResult {
+  applied: number;
+  /** Some relation had more invalidations than one step takes. */
+  more: boolean;
+  failed: string[];
+}
+
+const WIDTH_MS: Record<string, number> = {
+  '1 minute': 60_000,
+  '15 minutes': 900_000,
+  '1 hour': 3_600_000,
+  '1 day': 86_400_000,
+};
+
+function widthOf(relation: string): number {
+  const width = WIDTH_MS[goldRelation(relation).bucketWidth];
+  if (!width) throw new Error(`no bucket width for ${relation}`);
+  return width;
+}
+
+const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
+const ceilTo = (ms: number, width: number) => Math.ceil(ms / width) * width;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+interface Window {
+  subject: string;
+  from: number;
+  to: number;
+}
+
+/** Aligns windows to the bucket width and merges overlapping ones per subject (or all, without subjects). */
+function mergeWindows(windows: Window[], width: number, bySubject: boolean): Window[] {
+  const groups = new Map<string, Window[]>();
+  for (const window of windows) {
+    const aligned = { subject: bySubject ? window.subject : '', from: floorTo(window.from, width), to: ceilTo(window.to, width) };
+    if (aligned.to <= aligned.from) continue;
+    const list = groups.get(aligned.subject) ?? [];
+    list.push(aligned);
+    groups.set(aligned.subject, list);
+  }
+  const merged: Window[] = [];
+  for (const list of groups.values()) {
+    list.sort((a, b) => a.from - b.from);
+    let current: Window | undefined;
+    for (const window of list) {
+      if (current && window.from <= current.to) current.to = Math.max(current.to, window.to);
+      else merged.push((current = { ...window }));
+    }
+  }
+  return merged;
+}
+
+interface CoverageState {
+  status: string;
+  coverageFrom: number | null;
+  coverageTo: number | null;
+}
+
+async function readCoverage(db: Queryable, relation: string): Promise<CoverageState> {
+  const { rows } = await db.query<{ status: string; coverage_from: Date | null; coverage_to: Date | null }>(
+    `/* worker:readGoldCoverage */ SELECT status, coverage_from, coverage_to FROM gold_coverage WHERE relation = $1`,
+    [relation],
+  );
+  const row = rows[0];
+  return {
+    status: row?.status ?? 'rebuild',
+    coverageFrom: row?.coverage_from?.getTime() ?? null,
+    coverageTo: row?.coverage_to?.getTime() ?? null,
+  };
+}
+
+async function writeCoverage(
+  db: Queryable,
+  relation: string,
+  values: { coverageFrom: number | null; coverageTo: number | null; durationMs: number; lowerFrom?: boolean },
+): Promise<void> {
+  await db.query(
+    `/* worker:writeGoldCoverage */
+     INSERT INTO gold_coverage AS c (relation, coverage_from, coverage_to, updated_at, status, last_duration_ms, last_error)
+     VALUES ($1, $2, $3, now(), 'ok', $4, NULL)
+     ON CONFLICT (relation) DO UPDATE SET
+       coverage_from = CASE WHEN $5 THEN least(c.coverage_from, EXCLUDED.coverage_from) ELSE EXCLUDED.coverage_from END,
+       coverage_to = EXCLUDED.coverage_to, updated_at = now(), status = 'ok',
+       last_duration_ms = EXCLUDED.last_duration_ms, last_error = NULL`,
+    [
+      relation,
+      values.coverageFrom === null ? null : iso(values.coverageFrom),
+      values.coverageTo === null ? null : iso(values.coverageTo),
+      Math.round(values.durationMs),
+      values.lowerFrom ?? false,
+    ],
+  );
+}
+
+async function recordFailure(db: Queryable, relation: string, error: unknown): Promise<void> {
+  await db.query(
+    `/* worker:goldRefreshFailed */
+     INSERT INTO gold_coverage AS c (relation, status, last_error) VALUES ($1, 'failed', $2)
+     ON CONFLICT (relation) DO UPDATE SET status = CASE WHEN c.status IN ('rebuild', 'pending') THEN c.status ELSE 'failed' END,
+       last_error = EXCLUDED.last_error`,
+    [relation, error instanceof Error ? error.message.slice(0, 500) : String(error)],
+  );
+}
+
+/** Applies one step of every relation's refresh; failures are recorded per relation and logged. */
+export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = {}): Promise<GoldRefreshResult> {
+  const batch = options.batch ?? 20_000;
+  const settleMs = options.settleMs ?? 120_000;
+  const now = (options.now ?? Date.now)();
+  const result: GoldRefreshResult = { applied: 0, more: false, failed: [] };
+  for (const plan of refreshPlans) {
+    const started = performance.now();
+    try {
+      const step =
+        deps.storageMode === 'timescaledb'
+          ? await refreshTimescalePlan(deps.pool, plan, { batch, settleMs, now })
+          : await refreshPostgresPlan(deps.pool, plan, { batch, settleMs, now });
+      if (step === null) continue;
+      result.applied += step.applied;
+      result.more ||= step.more;
+      goldMetrics.invalidations.inc({ relation: plan.base }, step.applied);
+      goldMetrics.refreshSeconds.observe({ relation: plan.base, kind: step.kind }, (performance.now() - started) / 1000);
+    } catch (error) {
+      result.failed.push(plan.base);
+      goldMetrics.failures.inc({ relation: plan.base });
+      deps.logger.error({ err: error, relation: plan.base }, 'gold refresh failed');
+      await recordFailure(deps.pool, plan.base, error).catch(() => undefined);
+    }
+  }
+  return result;
+}
+
+interface Step {
+  applied: number;
+  more: boolean;
+  kind: 'rebuild' | 'incremental';
+}
+
+interface StepOptions {
+  batch: number;
+  settleMs: number;
+  now: number;
+}
+
+const settledHour = (now: number, settleMs: number) => floorTo(now - settleMs, 3_600_000);
+
+// PostgreSQL mode ------------------------------------------------------------------------
+
+/** One transaction: the relation and its rollups change together, with the log rows they apply. */
+async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
+  return withTransaction(pool, async (client) => {
+    const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [`gantry:gold:${plan.base}`]);
+    if (!lock.rows[0]?.ok) return null;
+    const started = performance.now();
+    const coverage = await readCoverage(client, plan.base);
+    const relations = [plan.base, ...plan.rollups];
+
+    if (coverage.status === 'rebuild' || coverage.status === 'pending') {
+      await client.query(`/* worker:goldRebuild */ DELETE FROM gold_invalidations WHERE relation = $1`, [plan.base]);
+      const bound = plan.closedHours ? settledHour(options.now, options.settleMs) : null;
+      for (const relation of relations) {
+        const meta = goldRelation(relation);
+        await client.query(`/* worker:goldRebuild */ DELETE FROM ${relation}`);
+        const filter = bound === null ? 'TRUE' : `${meta.timeColumn} < $1`;
+        const first = await client.query<{ first: Date | null }>(
+          `/* worker:goldRebuild */ WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING bucket)
+           SELECT min(bucket) AS first FROM ins`,
+          bound === null ? [] : [iso(bound)],
+        );
+        await writeCoverage(client, relation, {
+          coverageFrom: first.rows[0]?.first?.getTime() ?? null,
+          coverageTo: bound ?? ceilTo(options.now + 1, widthOf(relation)),
+          durationMs: performance.now() - started,
+        });
+      }
+      return { applied: 0, more: false, kind: 'rebuild' };
+    }
+
+    const log = await client.query<{ subject_id: string; bucket_start: Date; bucket_end: Date }>(
+      `/* worker:takeInvalidations */
+       DELETE FROM gold_invalidations WHERE id IN (
+         SELECT id FROM gold_invalidations WHERE relation = $1 ORDER BY id LIMIT $2)
+       RETURNING subject_id, bucket_start, bucket_end`,
+      [plan.base, options.batch],
+    );
+    const baseWidth = widthOf(plan.base);
+    let windows = mergeWindows(
+      log.rows.map((row) => ({ subject: row.subject_id, from: row.bucket_start.getTime(), to: row.bucket_end.getTime() })),
+      baseWidth,
+      true,
+    );
+    let coverageTo = ceilTo(options.now + 1, baseWidth);
+    let firstBucket: number | null = null;
+    if (plan.closedHours) {
+      // Open hours are counted when they close; only closed ones are refreshed per subject.
+      const closedTo = coverage.coverageTo ?? settledHour(options.now, options.settleMs);
+      windows = windows.map((w) => ({ ...w, to: Math.min(w.to, closedTo) })).filter((w) => w.to > w.from);
+      coverageTo = Math.max(closedTo, settledHour(options.now, options.settleMs));
+      if (coverageTo > closedTo) firstBucket = await refreshAllSubjects(client, plan.base, closedTo, coverageTo);
+    }
+    if (windows.length > 0) {
+      firstBucket = minOf(firstBucket, await refreshSubjects(client, plan.base, windows));
+      for (const rollup of plan.rollups) {
+        await refreshSubjects(client, rollup, mergeWindows(windows, widthOf(rollup), true));
+      }
+    }
+    const durationMs = performance.now() - started;
+    await writeCoverage(client, plan.base, { coverageFrom: firstBucket, coverageTo, durationMs, lowerFrom: true });
+    for (const rollup of plan.rollups) {
+      await writeCoverage(client, rollup, {
+        coverageFrom: firstBucket === null ? null : floorTo(firstBucket, widthOf(rollup)),
+        coverageTo: ceilTo(options.now + 1, widthOf(rollup)),
+        durationMs,
+        lowerFrom: true,
+      });
+    }
+    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental' };
+  });
+}
+
+const minOf = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
+
+/** DELETE + INSERT of the given subjects' buckets from the relation's one definition. */
+async function refreshSubjects(client: PoolClient, relation: string, windows: Window[]): Promise<number | null> {
+  if (windows.length === 0) return null;
+  const meta = goldRelation(relation);
+  const subjectKey = meta.key[0]!;
+  const params = [
+    windows.map((w) => w.subject),
+    windows.map((w) => iso(w.from)),
+    windows.map((w) => iso(w.to)),
+    iso(Math.min(...windows.map((w) => w.from))),
+    iso(Math.max(...windows.map((w) => w.to))),
+  ];
+  await client.query(
+    `/* worker:goldDeleteBuckets */
+     DELETE FROM ${relation} g USING unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(subject, wfrom, wto)
+      WHERE g.${subjectKey} = w.subject AND g.bucket >= w.wfrom AND g.bucket < w.wto
+        AND g.bucket >= $4::timestamptz AND g.bucket < $5::timestamptz`,
+    params,
+  );
+  const filter = `${meta.subjectColumn} = ANY ($1::uuid[]) AND ${meta.timeColumn} >= $4::timestamptz AND ${meta.timeColumn} < $5::timestamptz
+    AND EXISTS (SELECT 1 FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(subject, wfrom, wto)
+                WHERE w.subject = ${meta.subjectColumn} AND ${meta.timeColumn} >= w.wfrom AND ${meta.timeColumn} < w.wto)`;
+  const { rows } = await client.query<{ first: Date | null }>(
+    `/* worker:goldInsertBuckets */
+     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING bucket)
+     SELECT min(bucket) AS first FROM ins`,
+    params,
+  );
+  return rows[0]?.first?.getTime() ?? null;
+}
+
+/** DELETE + INSERT of every subject's buckets in [from, to). */
+async function refreshAllSubjects(client: PoolClient, relation: string, from: number, to: number): Promise<number | null> {
+  const meta = goldRelation(relation);
+  await client.query(`/* worker:goldDeleteHours */ DELETE FROM ${relation} WHERE bucket >= $1 AND bucket < $2`, [iso(from), iso(to)]);
+  const { rows } = await client.query<{ first: Date | null }>(
+    `/* worker:goldInsertHours */
+     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, `${meta.timeColumn} >= $1 AND ${meta.timeColumn} < $2`)} RETURNING bucket)
+     SELECT min(bucket) AS first FROM ins`,
+    [iso(from), iso(to)],
+  );
+  return rows[0]?.first?.getTime() ?? null;
+}
+
+// TimescaleDB mode -----------------------------------------------------------------------
+
+/**
+ * Continuous aggregates refreshed for exactly the windows the log names (the policies
+ * stay as a safety net). refresh_continuous_aggregate cannot run in a transaction, so
+ * the log rows are deleted after the refreshes succeeded: a crash in between only
+ * refreshes those windows again.
+ */
+async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
+  const client = await pool.connect();
+  const lockKey = `gantry:gold:${plan.base}`;
+  let locked = false;
+  try {
+    const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1)) AS ok`, [lockKey]);
+    locked = lock.rows[0]?.ok === true;
+    if (!locked) return null;
+    const started = performance.now();
+    const coverage = await readCoverage(client, plan.base);
+    const relations = [plan.base, ...plan.rollups];
+
+    if (coverage.status === 'pending' || coverage.status === 'rebuild') {
+      const maxId = await client.query<{ id: number | null }>(`SELECT max(id) AS id FROM gold_invalidations WHERE relation = $1`, [plan.base]);
+      const bound = plan.closedHours ? settledHour(options.now, options.settleMs) : null;
+      for (const relation of relations) {
+        await callRefresh(client, relation, null, bound);
+      }
+      await client.query(`DELETE FROM gold_invalidations WHERE relation = $1 AND id <= $2`, [plan.base, maxId.rows[0]?.id ?? 0]);
+      for (const relation of relations) {
+        const first = await client.query<{ first: Date | null }>(`SELECT min(bucket) AS first FROM ${relation}`);
+        await writeCoverage(client, relation, {
+          coverageFrom: first.rows[0]?.first?.getTime() ?? null,
+          coverageTo: bound ?? (await watermark(client, relation)),
+          durationMs: performance.now() - started,
+        });
+      }
+      return { applied: 0, more: false, kind: 'rebuild' };
+    }
+
+    const log = await client.query<{ id: number; bucket_start: Date; bucket_end: Date }>(
+      `/* worker:readInvalidations */
+       SELECT id, bucket_start, bucket_end FROM gold_invalidations WHERE relation = $1 ORDER BY id LIMIT $2`,
+      [plan.base, options.batch],
+    );
+    const baseWidth = widthOf(plan.base);
+    let windows = mergeWindows(
+      log.rows.map((row) => ({ subject: '', from: row.bucket_start.getTime(), to: row.bucket_end.getTime() })),
+      baseWidth,
+      false,
+    );
+    let closedTo: number | null = null;
+    if (plan.closedHours) {
+      // The recorded bound, not the watermark: an hour with no traffic does not move the watermark.
+      const recordedTo = coverage.coverageTo ?? settledHour(options.now, options.settleMs);
+      windows = windows.map((w) => ({ ...w, to: Math.min(w.to, recordedTo) })).filter((w) => w.to > w.from);
+      closedTo = Math.max(recordedTo, settledHour(options.now, options.settleMs));
+      if (closedTo > recordedTo) windows = mergeWindows([...windows, { subject: '', from: recordedTo, to: closedTo }], baseWidth, false);
+    }
+    for (const window of windows) await callRefresh(client, plan.base, window.from, window.to);
+    for (const rollup of plan.rollups) {
+      for (const window of mergeWindows(windows, widthOf(rollup), false)) await callRefresh(client, rollup, window.from, window.to);
+    }
+    if (log.rows.length > 0) {
+      await client.query(`DELETE FROM gold_invalidations WHERE id = ANY ($1::bigint[])`, [log.rows.map((row) => row.id)]);
+    }
+    const durationMs = performance.now() - started;
+    const first = windows.length > 0 ? Math.min(...windows.map((w) => w.from)) : null;
+    for (const relation of relations) {
+      await writeCoverage(client, relation, {
+        coverageFrom: first === null ? null : floorTo(first, widthOf(relation)),
+        coverageTo: closedTo ?? (await watermark(client, relation)),
+        durationMs,
+        lowerFrom: true,
+      });
+    }
+    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental' };
+  } finally {
+    if (locked) await client.query(`SELECT pg_advisory_unlock(hashtext($1))`, [lockKey]).catch(() => undefined);
+    client.release();
+  }
+}
+
+async function callRefresh(client: PoolClient, relation: string, from: number | null, to: number | null): Promise<void> {
+  await client.query(`CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz)`, [
+    relation,
+    from === null ? null : iso(from),
+    to === null ? null : iso(to),
+  ]);
+}
+
+/** The end of the continuous aggregate's materialized range, or null when nothing is materialized. */
+async function watermark(db: Queryable, relation: string): Promise<number | null> {
+  const { rows } = await db.query<{ watermark: Date | null }>(
+    `SELECT CASE WHEN w > 0 THEN TIMESTAMPTZ 'epoch' + w * INTERVAL '1 microsecond' END AS watermark
+       FROM (SELECT _timescaledb_functions.cagg_watermark(mat_hypertable_id) AS w
+               FROM _timescaledb_catalog.continuous_agg
+              WHERE user_view_name = $1 AND user_view_schema = current_schema()) m`,
+    [relation],
+  );
+  return rows[0]?.watermark?.getTime() ?? null;
+}
