@@ -37,6 +37,8 @@ const replayedHeader = {
   'Idempotent-Replayed': { description: 'true when this is the stored answer to an earlier request with the same Idempotency-Key', schema: { type: 'boolean' as const } },
 };
 
+const locationHeader = (what: string) => ({ Location: { description: `Path of ${what}`, schema: { type: 'string' as const } } });
+
 const error = (description: string): ResponseSpec => ({ description, schema: ErrorResponse });
 const commonErrors = {
   400: error('Invalid parameter or body'),
@@ -120,7 +122,7 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       request: { body: ServiceRequestCreateRequest, headers: idempotencyHeaders },
       responses: {
-        201: { description: 'The created service request', schema: ServiceRequest, headers: replayedHeader },
+        201: { description: 'The created service request', schema: ServiceRequest, headers: { ...replayedHeader, ...locationHeader('the created request') } },
         ...commonErrors,
         403: error('customerName differs from the customer of a customer-scoped key'),
         ...idempotencyErrors,
@@ -231,7 +233,7 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       request: { params: idParams, multipart: { description: 'The file to attach', fileField: 'file' } },
       responses: {
-        201: { description: 'The stored file', schema: FileUploadResponse },
+        201: { description: 'The stored file', schema: FileUploadResponse, headers: locationHeader('the file’s download') },
         ...commonErrors,
         404: notFound,
         413: error('The file is larger than the upload limit'),
