@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import ExcelJS from 'exceljs';
 
@@ -11,51 +12,71 @@ const run = promisify(execFile);
 export function parseCsv(text: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let index = 0; index < text.length; index += 1) {
-    const char = text[index] as string;
-    if (quoted) {
-      if (char === '"' && text[index + 1] === '"') {
-        field += '"';
-        index += 1;
-      } else if (char === '"') quoted = false;
-      else field += char;
-    } else if (char === '"') quoted = true;
-    else if (char === ',') {
-      row.push(field);
-      field = '';
-    } else if (char === '\n' || char === '\r') {
-      if (char === '\r' && text[index + 1] === '\n') index += 1;
-      row.push(field);
+  let index = 0;
+  const length = text.length;
+  while (index < length) {
+    let field: string;
+    if (text[index] === '"') {
+      let end = index + 1;
+      let value = '';
+      for (;;) {
+        const quote = text.indexOf('"', end);
+        if (quote === -1) throw new Error('unterminated quoted CSV field');
+        value += text.slice(end, quote);
+        if (text[quote + 1] === '"') {
+          value += '"';
+          end = quote + 2;
+        } else {
+          index = quote + 1;
+          break;
+        }
+      }
+      field = value;
+    } else {
+      let end = index;
+      while (end < length && text[end] !== ',' && text[end] !== '\n' && text[end] !== '\r') end += 1;
+      field = text.slice(index, end);
+      index = end;
+    }
+    row.push(field);
+    if (text[index] === ',') {
+      index += 1;
+      if (index === length) row.push('');
+    } else {
+      if (text[index] === '\r') index += 1;
+      if (text[index] === '\n') index += 1;
       rows.push(row);
       row = [];
-      field = '';
-    } else field += char;
+    }
   }
-  if (field !== '' || row.length > 0) {
-    row.push(field);
-    rows.push(row);
-  }
+  if (row.length > 0) rows.push(row);
   return rows;
 }
 
-/** The rows of the first sheet as exceljs reads them (values as text; dates as ISO). */
+/** The rows of the first sheet as exceljs' streaming reader sees them (values as text; dates as ISO). */
 export async function readXlsxRows(buffer: ArrayBuffer): Promise<string[][]> {
-  const workbook = new ExcelJS.Workbook();
-  await workbook.xlsx.load(buffer);
-  const sheet = workbook.worksheets[0];
-  if (!sheet) throw new Error('workbook has no sheet');
-  const rows: string[][] = [];
-  const width = sheet.columnCount;
-  sheet.eachRow({ includeEmpty: true }, (row) => {
-    const values: string[] = [];
-    for (let column = 1; column <= width; column += 1) {
-      const value = row.getCell(column).value;
-      values.push(value === null || value === undefined ? '' : value instanceof Date ? value.toISOString() : String(value));
-    }
-    rows.push(values);
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(Readable.from([Buffer.from(buffer)]), {
+    sharedStrings: 'cache',
+    styles: 'cache',
+    worksheets: 'emit',
+    hyperlinks: 'ignore',
+    entries: 'ignore',
   });
+  const rows: string[][] = [];
+  let width = 0;
+  for await (const sheet of reader) {
+    for await (const row of sheet) {
+      const values = (row.values as unknown[]).slice(1);
+      if (rows.length === 0) width = values.length;
+      const cells: string[] = [];
+      for (let column = 0; column < width; column += 1) {
+        const value = values[column];
+        cells.push(value === null || value === undefined ? '' : value instanceof Date ? value.toISOString() : String(value));
+      }
+      rows.push(cells);
+    }
+    break;
+  }
   return rows;
 }
 

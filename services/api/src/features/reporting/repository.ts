@@ -476,7 +476,7 @@ export function exportStatement(scope: ReportingScope, filters: RecordFilters, e
         LEFT JOIN templates t ON t.id = i.template_id
         LEFT JOIN reports r ON r.inspection_id = i.id
        WHERE ${where.join(' AND ')}
-       ORDER BY i.occurred_at, i.id, r.created_at NULLS FIRST, r.id NULLS FIRST`,
+       ORDER BY i.occurred_at, i.id DESC, r.created_at NULLS FIRST, r.id NULLS FIRST`,
     values: params.values,
   };
 }
