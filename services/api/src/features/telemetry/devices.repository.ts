@@ -51,7 +51,8 @@ const deviceColumns: Column[] = [
  */
 export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter): ListStatement {
   const params = new SqlParams();
-  const conditions = [assetScopeCondition(params, scope)];
+  // d.tenant_id lets the planner walk devices in device-id order; the asset condition applies the scope.
+  const conditions = [`d.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, assetScopeCondition(params, scope)];
   if (filter.assetId) conditions.push(`a.id = ${params.add(filter.assetId, 'uuid')}`);
   if (filter.enabled !== undefined) conditions.push(`d.enabled = ${params.add(filter.enabled, 'boolean')}`);
   if (filter.status) conditions.push(`(${onlineStatusSql}) = ${params.add(filter.status, 'text')}`);

@@ -13,7 +13,7 @@ export interface OperatorFilter {
 const operatorColumns: Column[] = [
   { name: 'identifier', sql: 'op.identifier', type: 'text' },
   { name: 'operatorName', sql: 'op.operator_name', type: 'text' },
-  { name: 'distanceM', sql: 'round(op.distance_m::numeric, 1)', type: 'number' },
+  { name: 'distanceM', sql: 'round(op.distance_m::numeric, 1)::float8', type: 'number' },
   { name: 'durationSeconds', sql: 'op.duration_seconds', type: 'int' },
   { name: 'sessionCount', sql: 'op.session_count', type: 'int' },
   { name: 'lastSeenAt', sql: 'op.last_seen_at', type: 'time' },

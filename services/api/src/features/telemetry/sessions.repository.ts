@@ -46,7 +46,7 @@ const usageSessionColumns: Column[] = [
   { name: 'startTs', sql: 'us.start_ts', type: 'time' },
   { name: 'endTs', sql: 'us.end_ts', type: 'time' },
   { name: 'confidence', sql: 'us.confidence', type: 'number' },
-  { name: 'distanceM', sql: 'round(us.distance_m::numeric, 1)', type: 'number' },
+  { name: 'distanceM', sql: 'round(us.distance_m::numeric, 1)::float8', type: 'number' },
   { name: 'durationSeconds', sql: 'us.duration_seconds', type: 'int' },
   { name: 'movingSeconds', sql: 'us.moving_seconds', type: 'int' },
   { name: 'stationaryRunningSeconds', sql: 'us.stationary_running_seconds', type: 'int' },
@@ -54,7 +54,7 @@ const usageSessionColumns: Column[] = [
   { name: 'tripCount', sql: 'us.trip_count', type: 'int' },
   { name: 'imuAnomalyCount', sql: 'us.imu_anomaly_count', type: 'int' },
   { name: 'imuSampleCount', sql: 'us.imu_sample_count', type: 'int' },
-  { name: 'hourmeterDelta', sql: 'us.hourmeter_delta', type: 'int' },
+  { name: 'hourmeterDelta', sql: 'round(us.hourmeter_delta)::bigint', type: 'int' },
   ...sessionContainerWork('us'),
 ];
 
@@ -68,7 +68,7 @@ const identifierSessionColumns: Column[] = [
   { name: 'startTs', sql: 'ids.start_ts', type: 'time' },
   { name: 'endTs', sql: 'ids.end_ts', type: 'time' },
   { name: 'confidence', sql: 'ids.confidence', type: 'number' },
-  { name: 'distanceM', sql: 'round(ids.distance_m::numeric, 1)', type: 'number' },
+  { name: 'distanceM', sql: 'round(ids.distance_m::numeric, 1)::float8', type: 'number' },
   { name: 'durationSeconds', sql: 'ids.duration_seconds', type: 'int' },
   { name: 'eventCount', sql: 'ids.event_count', type: 'int' },
   { name: 'gpsPointCount', sql: 'ids.gps_point_count', type: 'int' },

@@ -107,12 +107,12 @@ export function containerWorkColumns(source: {
     { name: 'containerCycleCount', sql: `(${source.cycles})::bigint`, type: 'int' },
     { name: 'loadedSeconds', sql: `round(${source.loadedSeconds})::bigint`, type: 'int' },
     { name: 'emptySeconds', sql: `round(${source.emptySeconds})::bigint`, type: 'int' },
-    { name: 'loadedDistanceM', sql: `round((${source.loadedDistance})::numeric, 1)`, type: 'number' },
-    { name: 'emptyDistanceM', sql: `round((${source.emptyDistance})::numeric, 1)`, type: 'number' },
+    { name: 'loadedDistanceM', sql: `round((${source.loadedDistance})::numeric, 1)::float8`, type: 'number' },
+    { name: 'emptyDistanceM', sql: `round((${source.emptyDistance})::numeric, 1)::float8`, type: 'number' },
     {
       name: 'loadedPercent',
       sql: `CASE WHEN (${source.loadedSeconds}) + (${source.emptySeconds}) > 0
-        THEN round(((${source.loadedSeconds}) * 100.0 / ((${source.loadedSeconds}) + (${source.emptySeconds})))::numeric, 2) ELSE 0 END`,
+        THEN round(((${source.loadedSeconds}) * 100.0 / ((${source.loadedSeconds}) + (${source.emptySeconds})))::numeric, 2)::float8 ELSE 0 END`,
       type: 'number',
     },
   ];
