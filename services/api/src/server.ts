@@ -11,7 +11,9 @@ export interface ApiServer {
 /** Starts the API on host:port (port 0 picks a free one, as tests do). */
 export async function startApiServer(deps: AppDeps, listen: { host: string; port: number }): Promise<ApiServer> {
   const { koa, close: closeApp } = createApp(deps);
-  const server = http.createServer(koa.callback());
+  // Timeouts below are enforced when connections are checked; the default (every 30 s)
+  // would let a slowloris client hold a socket half a minute past them.
+  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, koa.callback());
   // Slow or stalled clients must not hold connections forever.
   server.requestTimeout = deps.config.http.requestTimeoutMs;
   server.headersTimeout = Math.min(20_000, deps.config.http.requestTimeoutMs);

@@ -86,13 +86,18 @@ function toAppError(caught: unknown): AppError {
   return new AppError(500, 'internal_error', 'internal server error');
 }
 
-/** Headers for every response; HTML pages add their own Content-Security-Policy. */
+/** Headers for every response; HTML pages set their own Content-Security-Policy and caching. */
 export function securityHeaders(): Middleware {
   return async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.set('X-Frame-Options', 'DENY');
     ctx.set('Cross-Origin-Resource-Policy', 'same-origin');
+    // API answers are data, never documents to render or frame.
+    ctx.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+    // Answers to a key are that key's data: no shared cache may keep them.
+    ctx.set('Cache-Control', 'no-store');
+    if (ctx.secure) ctx.set('Strict-Transport-Security', 'max-age=31536000');
     await next();
   };
 }
