@@ -51,9 +51,14 @@ async function ensureTemplate(admin: pg.Client, mode: StorageMode, fingerprint: 
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
       await admin.query(`ALTER DATABASE ${name} WITH IS_TEMPLATE true`);
     }
-    // Drop templates of older schemas.
+    // Each run stamps the template it uses; templates of other schemas (other branches,
+    // earlier commits) are dropped once no run has used them for a day, so concurrent
+    // runs on different schemas never pull a template from under each other.
+    await admin.query(`COMMENT ON DATABASE ${name} IS '${new Date().toISOString()}'`);
     const stale = await admin.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE $1 AND datname <> $2`,
+      `SELECT d.datname FROM pg_database d
+        WHERE d.datname LIKE $1 AND d.datname <> $2
+          AND coalesce(shobj_description(d.oid, 'pg_database'), '1970-01-01')::timestamptz < now() - interval '1 day'`,
       [`gantry_tpl_${mode}_%_test`, name],
     );
     for (const row of stale.rows) {
