@@ -45,12 +45,16 @@ function validCalendarDate(year: number, month: number, day: number): boolean {
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
-/** Parses YYYY-MM-DD (as the start of that UTC day) or an RFC 3339 timestamp. */
+/**
+ * Parses YYYY-MM-DD (as the start of that UTC day) or an RFC 3339 timestamp. Years
+ * outside 1970–2999 are refused: no data lies there, and date arithmetic near the ends
+ * of PostgreSQL's range would overflow.
+ */
 export function parseTimeValue(value: string): ParsedTime | null {
   const dateOnly = DATE_ONLY.exec(value);
   if (dateOnly) {
     const [year, month, day] = [Number(dateOnly[1]), Number(dateOnly[2]), Number(dateOnly[3])];
-    if (!validCalendarDate(year, month, day)) return null;
+    if (!validCalendarDate(year, month, day) || year < 1970 || year > 2999) return null;
     return { instant: new Date(Date.UTC(year, month - 1, day)), dateOnly: true };
   }
   const full = RFC3339.exec(value);
@@ -58,7 +62,7 @@ export function parseTimeValue(value: string): ParsedTime | null {
   const [year, month, day, hour, minute, second] = full.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   if (!validCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 60) return null;
   const instant = new Date(value.replace(' ', 'T'));
-  if (Number.isNaN(instant.getTime()) || year < 1970 || year > 9999) return null;
+  if (Number.isNaN(instant.getTime()) || year < 1970 || year > 2999) return null;
   return { instant, dateOnly: false };
 }
 
