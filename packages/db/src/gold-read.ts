@@ -36,9 +36,11 @@ interface CoverageRow {
 }
 
 /**
- * The coverage of a gold relation, truthful in both storage modes: PostgreSQL mode reads
- * the watermark the worker keeps; TimescaleDB mode reads the continuous aggregate's own
- * watermark and the refresh jobs' statistics, so refreshes by policy count too.
+ * The coverage of a gold relation, truthful in both storage modes. The worker records how
+ * far it has applied the invalidation log (every bucket before that matches the source,
+ * buckets without data being absent); TimescaleDB mode also reads the continuous
+ * aggregate's own watermark and the refresh jobs' statistics, so refreshes by policy
+ * count too.
  */
 export async function readGoldCoverage(db: Queryable, relation: string): Promise<GoldCoverage> {
   goldRelation(relation);
@@ -48,7 +50,8 @@ export async function readGoldCoverage(db: Queryable, relation: string): Promise
       ? await db.query<CoverageRow>(
           `/* db:readGoldCoverage */
            SELECT c.status, c.coverage_from, c.updated_at,
-                  CASE WHEN wm.watermark > 0 THEN TIMESTAMPTZ 'epoch' + wm.watermark * INTERVAL '1 microsecond' END AS coverage_to,
+                  greatest(c.coverage_to,
+                           CASE WHEN wm.watermark > 0 THEN TIMESTAMPTZ 'epoch' + wm.watermark * INTERVAL '1 microsecond' END) AS coverage_to,
                   js.job_finished_at, js.job_failed
              FROM gold_coverage c
              LEFT JOIN LATERAL (

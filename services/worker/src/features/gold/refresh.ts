@@ -335,7 +335,7 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         const first = await client.query<{ first: Date | null }>(`SELECT min(bucket) AS first FROM ${relation}`);
         await writeCoverage(client, relation, {
           coverageFrom: first.rows[0]?.first?.getTime() ?? null,
-          coverageTo: bound ?? (await watermark(client, relation)),
+          coverageTo: bound ?? Math.max((await watermark(client, relation)) ?? 0, ceilTo(options.now + 1, widthOf(relation))),
           durationMs: performance.now() - started,
         });
       }
@@ -371,9 +371,12 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
     const durationMs = performance.now() - started;
     const first = windows.length > 0 ? Math.min(...windows.map((w) => w.from)) : null;
     for (const relation of relations) {
+      // With the log applied, every bucket up to the current one matches the source (buckets
+      // with no data are simply absent): the watermark alone would stop at the newest data.
+      const materialized = await watermark(client, relation);
       await writeCoverage(client, relation, {
         coverageFrom: first === null ? null : floorTo(first, widthOf(relation)),
-        coverageTo: closedTo ?? (await watermark(client, relation)),
+        coverageTo: closedTo ?? Math.max(materialized ?? 0, ceilTo(options.now + 1, widthOf(relation))),
         durationMs,
         lowerFrom: true,
       });
