@@ -168,6 +168,8 @@ describe('GET /telemetry/usage-sessions', () => {
       ['assetId=123', 'assetId'],
       [`identifier=${'x'.repeat(65)}`, 'identifier'],
       ['q=', 'q'],
+      ['q=%00', 'q'],
+      ['identifier=a%00b', 'identifier'],
     ] as const) {
       const response = await api.external(`/telemetry/usage-sessions?${query}`, fleet.tenantKey);
       const body = await json(response);

@@ -12,11 +12,15 @@ export const assetIdFilter = z
   .optional()
   .meta({ description: 'Only this asset (UUID)' });
 
+/** PostgreSQL text cannot hold NUL; such input is a 400, not a database error. */
+const noNul = (value: string) => !value.includes('\u0000');
+
 export const searchParam = z
   .string()
   .trim()
   .min(1, 'must not be empty')
   .max(200, 'must be at most 200 characters')
+  .refine(noNul, 'must not contain NUL characters')
   .optional()
   .meta({ description: 'Case-insensitive search' });
 
@@ -25,6 +29,7 @@ export const identifierParam = z
   .trim()
   .min(1, 'must not be empty')
   .max(64, 'must be at most 64 characters')
+  .refine(noNul, 'must not contain NUL characters')
   .optional()
   .meta({ description: 'Exact RFID/operator identifier' });
 
