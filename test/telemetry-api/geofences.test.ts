@@ -145,7 +145,7 @@ describe('POST /telemetry/geofence-alerts/{id}/acknowledge', () => {
       event_type: 'telemetry.geofence_alert.acknowledged',
       entity_type: 'geofence_alert',
       customer_name: 'Acme',
-      data: { id: alerts.acme, status: 'acknowledged', acknowledgedAt: body.acknowledgedAt, geofenceName: 'Quay edge', acknowledgedBy: 'Acme key' },
+      data: { id: alerts.acme, status: 'acknowledged', acknowledgedAt: body.acknowledgedAt, geofenceName: 'Quay edge', acknowledgedBy: 'Acme key', latitude: 51.95, longitude: 4.05 },
     });
   });
 

@@ -80,6 +80,8 @@ const alertColumns: Column[] = [
   { name: 'createdAt', sql: 'ga.created_at', type: 'time' },
   { name: 'acknowledgedAt', sql: 'ga.acknowledged_at', type: 'time' },
   { name: 'resolvedAt', sql: 'ga.resolved_at', type: 'time' },
+  { name: 'latitude', sql: 'ga.latitude', type: 'number' },
+  { name: 'longitude', sql: 'ga.longitude', type: 'number' },
 ];
 
 const alertFrom = `FROM geofence_alerts ga
@@ -139,8 +141,15 @@ export async function listGeofenceAlerts(db: Queryable, scope: TelemetryScope, f
   return (await db.query(text, values)).rows.map(toGeofenceAlert);
 }
 
-/** One alert in scope, locked for an update in the caller's transaction; null when not visible. */
-export async function lockGeofenceAlert(db: Queryable, scope: TelemetryScope, id: string): Promise<TelemetryGeofenceAlertBody | null> {
+/**
+ * One alert in scope, locked for an update in the caller's transaction, with the position
+ * of the transition that opened it; null when not visible.
+ */
+export async function lockGeofenceAlert(
+  db: Queryable,
+  scope: TelemetryScope,
+  id: string,
+): Promise<{ alert: TelemetryGeofenceAlertBody; latitude: number | null; longitude: number | null } | null> {
   const params = new SqlParams();
   const conditions = [`ga.id = ${params.add(id, 'uuid')}`, `ga.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, assetScopeCondition(params, scope)];
   const { rows } = await db.query(
@@ -151,7 +160,9 @@ export async function lockGeofenceAlert(db: Queryable, scope: TelemetryScope, id
      FOR UPDATE OF ga`,
     params.values,
   );
-  return rows[0] ? toGeofenceAlert(rows[0] as Row) : null;
+  const row = rows[0] as Row | undefined;
+  if (!row) return null;
+  return { alert: toGeofenceAlert(row), latitude: (row.latitude as number | null) ?? null, longitude: (row.longitude as number | null) ?? null };
 }
 
 export async function markGeofenceAlertAcknowledged(db: Queryable, id: string, acknowledgedBy: string): Promise<Date> {

@@ -16,8 +16,9 @@ export async function acknowledgeGeofenceAlert(
   acknowledgedBy: string,
 ): Promise<TelemetryGeofenceAlertBody> {
   return withTransaction(deps.pool, async (client) => {
-    const alert = await lockGeofenceAlert(client, scope, id);
-    if (!alert) throw new NotFoundError(`geofence alert ${id} not found`);
+    const locked = await lockGeofenceAlert(client, scope, id);
+    if (!locked) throw new NotFoundError(`geofence alert ${id} not found`);
+    const { alert, latitude, longitude } = locked;
     if (alert.status === 'acknowledged') return alert;
     const acknowledgedAt = await markGeofenceAlertAcknowledged(client, id, acknowledgedBy);
     const acknowledged: TelemetryGeofenceAlertBody = { ...alert, status: 'acknowledged', acknowledgedAt: acknowledgedAt.toISOString() };
@@ -27,7 +28,8 @@ export async function acknowledgeGeofenceAlert(
       entityType: 'geofence_alert',
       entityId: id,
       customerName: alert.asset.customerName,
-      data: { ...acknowledged, acknowledgedBy },
+      // The same payload as the worker's opened/resolved events, plus who acknowledged.
+      data: { ...acknowledged, latitude, longitude, acknowledgedBy },
     });
     return acknowledged;
   });
