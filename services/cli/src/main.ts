@@ -4,10 +4,11 @@ import { UsageError, type Command } from './command.ts';
 import { adminCommands } from './commands/admin.ts';
 import { demoCommand } from './commands/demo.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { replayCommand } from './commands/replay.ts';
 import { startCommand } from './commands/start.ts';
 import { statusCommand } from './commands/status.ts';
 
-const commands: Command[] = [startCommand, migrateCommand, statusCommand, demoCommand, ...adminCommands];
+const commands: Command[] = [startCommand, migrateCommand, statusCommand, demoCommand, replayCommand, ...adminCommands];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));

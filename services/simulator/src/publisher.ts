@@ -84,7 +84,8 @@ class Connection {
         } else if (packet.cmd === 'puback') {
           if (!this.inflight.delete(packet.messageId!)) return;
           this.stats.acked += 1;
-          this.waiting.shift()?.();
+          // Refill in bulk once half the window is free: one write per refill, not one per acknowledgement.
+          if (this.inflight.size <= this.window / 2) for (const wake of this.waiting.splice(0)) wake();
           if (this.inflight.size === 0) for (const wake of this.drained.splice(0)) wake();
         }
       });

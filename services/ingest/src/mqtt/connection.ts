@@ -71,7 +71,10 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
   };
   const client = mqtt.connect(options.url, clientOptions);
   const acks = attachDeferredAcks(client, {
-    maxUnacked: options.maxInFlight,
+    // MQTT 5: the broker stops at our Receive Maximum, so the local limit (which holds
+    // control packets such as PINGRESP back too) only catches what a reconnect leaves
+    // over. MQTT 3.1.1 has no Receive Maximum: the local limit is the only bound.
+    maxUnacked: version === 5 ? options.maxInFlight * 2 : options.maxInFlight,
     onPacket: options.onPacket,
     onUnackedChange: (count) => ingestMetrics.inFlight.set(count),
   });

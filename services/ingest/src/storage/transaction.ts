@@ -8,6 +8,12 @@ import { isConnectionError, type Pool, type PoolClient } from '@gantry/db';
 export async function inTransaction<T>(pool: Pool, statementTimeoutMs: number, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client has no pool listener: a server shutdown mid-query would emit an
+  // unhandled 'error' and crash the process. The failing query rejects anyway.
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onError);
   try {
     await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.trunc(statementTimeoutMs))}`);
     const result = await fn(client);
@@ -19,6 +25,7 @@ export async function inTransaction<T>(pool: Pool, statementTimeoutMs: number, f
     });
     throw error;
   } finally {
+    client.off('error', onError);
     // A connection that failed mid-transaction is not given back to the pool.
     client.release(broken);
   }
