@@ -100,6 +100,15 @@ async function seed(): Promise<void> {
   }
 }
 
+/** Percent-encodes a path segment; a lone surrogate becomes the invalid UTF-8 it would be on the wire. */
+function encodeSegment(value: string): string {
+  try {
+    return encodeURIComponent(value);
+  } catch {
+    return encodeURIComponent(value.replace(/[\ud800-\udfff]/g, '')) + '%ED%A0%80';
+  }
+}
+
 /** One request drawn from the plan. */
 function planRequest(route: RouteSpec, random: () => number, generator: ValueGenerator): FuzzRequest {
   const base = basePaths[route.base];
@@ -124,7 +133,7 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
   let routePath = route.path.replace(/:([A-Za-z0-9_]+)/g, (_whole, name: string) => {
     const value = params[name] ?? 'x';
     // Pre-encoded junk goes in as is, to reach the router's own decoding.
-    return /^%|^\.\.$/.test(value) ? value : encodeURIComponent(value);
+    return /^%|^\.\.$/.test(value) ? value : encodeSegment(value);
   });
   if (routePath === '') routePath = '/';
 
