@@ -3,9 +3,11 @@
 -- 1. inspections and reports carry their asset's customer_name, and an inspection its
 --    latest report's outcome and impact, so customer-scoped lists, the outcome/impact
 --    filters and the "rejected" counter are plain indexed columns;
--- 2. rollups kept by triggers (per UTC day for inspections and reports, per facet for
---    the asset inventory), once for the whole tenant (customer_name NULL) and once per
---    customer, so the overview of a year reads thousands of rows, not millions;
+-- 2. rollups kept by triggers (per UTC day and per UTC month for inspections and
+--    reports, per facet for the asset inventory), once for the whole tenant
+--    (customer_name NULL) and once per customer, so the overview of a year reads about a
+--    thousand rows, not a million, and a list page deep into the offsets can skip whole
+--    days by their counts;
 -- 3. the indexes of the reporting lists and of `q`.
 -- reporting_rebuild(tenant) recomputes all of it, for bulk loads with triggers off.
 
@@ -21,26 +23,33 @@ CREATE INDEX reports_tenant_customer_time_idx ON reports (tenant_id, customer_na
 CREATE INDEX reports_search_idx ON reports USING gin (lower(external_ref) gin_trgm_ops);
 CREATE INDEX assets_tenant_customer_name_idx ON assets (tenant_id, customer_name, name, id);
 CREATE INDEX asset_types_search_idx ON asset_types USING gin (lower(name || ' ' || description) gin_trgm_ops);
+-- The overview's service-request counters in one index-only scan.
+CREATE INDEX service_requests_reporting_idx ON service_requests (tenant_id, created_at)
+  INCLUDE (customer_name, status, category, priority, cancel_reason);
 
-CREATE TABLE reporting_inspection_days (
+-- grain 'd': period is a UTC day; grain 'm': the first day of a UTC month.
+CREATE TABLE reporting_inspection_rollup (
   tenant_id     uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
   customer_name text,                -- NULL: the whole tenant
-  day           date NOT NULL,       -- UTC day of occurred_at
+  grain         "char" NOT NULL CHECK (grain IN ('d', 'm')),
+  period        date NOT NULL,       -- of occurred_at
   status        text NOT NULL,
   template_id   uuid,
   rejected      boolean NOT NULL,    -- status 'rejected' or latest report outcome 'rejected'
   inspections   integer NOT NULL,
-  CONSTRAINT reporting_inspection_days_key UNIQUE NULLS NOT DISTINCT (tenant_id, customer_name, day, status, template_id, rejected)
+  CONSTRAINT reporting_inspection_rollup_key
+    UNIQUE NULLS NOT DISTINCT (tenant_id, customer_name, grain, period, status, template_id, rejected)
 );
 
-CREATE TABLE reporting_report_days (
+CREATE TABLE reporting_report_rollup (
   tenant_id     uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
   customer_name text,
-  day           date NOT NULL,       -- UTC day of created_at
+  grain         "char" NOT NULL CHECK (grain IN ('d', 'm')),
+  period        date NOT NULL,       -- of created_at
   outcome       text NOT NULL,
   impact        text NOT NULL,
   reports       integer NOT NULL,
-  CONSTRAINT reporting_report_days_key UNIQUE NULLS NOT DISTINCT (tenant_id, customer_name, day, outcome, impact)
+  CONSTRAINT reporting_report_rollup_key UNIQUE NULLS NOT DISTINCT (tenant_id, customer_name, grain, period, outcome, impact)
 );
 
 -- facet: assetType (label = asset type id, '' without type), location, customer, lifecycle.
@@ -56,20 +65,24 @@ CREATE TABLE reporting_asset_facets (
 -- Rollup writers. A tenant being deleted cascades into its rows; its rollups go with it.
 CREATE FUNCTION reporting_count_inspection(t uuid, c text, at timestamptz, s text, tpl uuid, rej boolean, delta integer)
 RETURNS void LANGUAGE sql AS $$
-  INSERT INTO reporting_inspection_days AS d (tenant_id, customer_name, day, status, template_id, rejected, inspections)
-  SELECT t, scope, (at AT TIME ZONE 'UTC')::date, s, tpl, rej, delta
-    FROM unnest(ARRAY[NULL, c]) AS scope
+  INSERT INTO reporting_inspection_rollup AS d (tenant_id, customer_name, grain, period, status, template_id, rejected, inspections)
+  SELECT t, scope, g.grain, g.period, s, tpl, rej, delta
+    FROM unnest(ARRAY[NULL, c]) AS scope,
+         (VALUES ('d'::"char", (at AT TIME ZONE 'UTC')::date),
+                 ('m'::"char", date_trunc('month', at AT TIME ZONE 'UTC')::date)) AS g (grain, period)
    WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t)
-  ON CONFLICT ON CONSTRAINT reporting_inspection_days_key DO UPDATE SET inspections = d.inspections + EXCLUDED.inspections;
+  ON CONFLICT ON CONSTRAINT reporting_inspection_rollup_key DO UPDATE SET inspections = d.inspections + EXCLUDED.inspections;
 $$;
 
 CREATE FUNCTION reporting_count_report(t uuid, c text, at timestamptz, o text, i text, delta integer)
 RETURNS void LANGUAGE sql AS $$
-  INSERT INTO reporting_report_days AS d (tenant_id, customer_name, day, outcome, impact, reports)
-  SELECT t, scope, (at AT TIME ZONE 'UTC')::date, o, i, delta
-    FROM unnest(ARRAY[NULL, c]) AS scope
+  INSERT INTO reporting_report_rollup AS d (tenant_id, customer_name, grain, period, outcome, impact, reports)
+  SELECT t, scope, g.grain, g.period, o, i, delta
+    FROM unnest(ARRAY[NULL, c]) AS scope,
+         (VALUES ('d'::"char", (at AT TIME ZONE 'UTC')::date),
+                 ('m'::"char", date_trunc('month', at AT TIME ZONE 'UTC')::date)) AS g (grain, period)
    WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t)
-  ON CONFLICT ON CONSTRAINT reporting_report_days_key DO UPDATE SET reports = d.reports + EXCLUDED.reports;
+  ON CONFLICT ON CONSTRAINT reporting_report_rollup_key DO UPDATE SET reports = d.reports + EXCLUDED.reports;
 $$;
 
 CREATE FUNCTION reporting_count_asset(t uuid, c text, type_id uuid, loc text, lifecycle text, delta integer)
@@ -192,7 +205,7 @@ CREATE TRIGGER assets_reporting_rollup_update AFTER UPDATE ON assets
 CREATE FUNCTION reporting_rebuild(target uuid) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
   written integer := 0;
-  n integer;
+  affected integer;
 BEGIN
   UPDATE inspections i SET customer_name = a.customer_name
     FROM assets a WHERE a.id = i.asset_id AND i.tenant_id = target AND i.customer_name <> a.customer_name;
@@ -209,26 +222,32 @@ BEGIN
    WHERE i.id = i2.id AND i2.tenant_id = target
      AND (i.report_outcome, i.report_impact, i.report_count) IS DISTINCT FROM (coalesce(l.outcome, ''), coalesce(l.impact, ''), coalesce(l.cnt, 0));
 
-  DELETE FROM reporting_inspection_days WHERE tenant_id = target;
-  DELETE FROM reporting_report_days WHERE tenant_id = target;
+  DELETE FROM reporting_inspection_rollup WHERE tenant_id = target;
+  DELETE FROM reporting_report_rollup WHERE tenant_id = target;
   DELETE FROM reporting_asset_facets WHERE tenant_id = target;
 
-  INSERT INTO reporting_inspection_days (tenant_id, customer_name, day, status, template_id, rejected, inspections)
-  SELECT target, customer_name, day, status, template_id, rejected, count(*)::int
-    FROM (SELECT customer_name, (occurred_at AT TIME ZONE 'UTC')::date AS day, status, template_id,
-                 status = 'rejected' OR report_outcome = 'rejected' AS rejected
-            FROM inspections WHERE tenant_id = target) s
-   GROUP BY GROUPING SETS ((customer_name, day, status, template_id, rejected), (day, status, template_id, rejected));
-  GET DIAGNOSTICS n = ROW_COUNT;
-  written := written + n;
+  INSERT INTO reporting_inspection_rollup (tenant_id, customer_name, grain, period, status, template_id, rejected, inspections)
+  SELECT target, customer_name, grain, period, status, template_id, rejected, sum(n)::int
+    FROM (SELECT customer_name, day, status, template_id, rejected, count(*) AS n
+            FROM (SELECT customer_name, (occurred_at AT TIME ZONE 'UTC')::date AS day, status, template_id,
+                         status = 'rejected' OR report_outcome = 'rejected' AS rejected
+                    FROM inspections WHERE tenant_id = target) base
+           GROUP BY GROUPING SETS ((customer_name, day, status, template_id, rejected), (day, status, template_id, rejected))) s
+   CROSS JOIN LATERAL (VALUES ('d'::"char", s.day), ('m'::"char", date_trunc('month', s.day)::date)) AS g (grain, period)
+   GROUP BY customer_name, grain, period, status, template_id, rejected;
+  GET DIAGNOSTICS affected = ROW_COUNT;
+  written := written + affected;
 
-  INSERT INTO reporting_report_days (tenant_id, customer_name, day, outcome, impact, reports)
-  SELECT target, customer_name, day, outcome, impact, count(*)::int
-    FROM (SELECT customer_name, (created_at AT TIME ZONE 'UTC')::date AS day, outcome, impact
-            FROM reports WHERE tenant_id = target) s
-   GROUP BY GROUPING SETS ((customer_name, day, outcome, impact), (day, outcome, impact));
-  GET DIAGNOSTICS n = ROW_COUNT;
-  written := written + n;
+  INSERT INTO reporting_report_rollup (tenant_id, customer_name, grain, period, outcome, impact, reports)
+  SELECT target, customer_name, grain, period, outcome, impact, sum(n)::int
+    FROM (SELECT customer_name, day, outcome, impact, count(*) AS n
+            FROM (SELECT customer_name, (created_at AT TIME ZONE 'UTC')::date AS day, outcome, impact
+                    FROM reports WHERE tenant_id = target) base
+           GROUP BY GROUPING SETS ((customer_name, day, outcome, impact), (day, outcome, impact))) s
+   CROSS JOIN LATERAL (VALUES ('d'::"char", s.day), ('m'::"char", date_trunc('month', s.day)::date)) AS g (grain, period)
+   GROUP BY customer_name, grain, period, outcome, impact;
+  GET DIAGNOSTICS affected = ROW_COUNT;
+  written := written + affected;
 
   INSERT INTO reporting_asset_facets (tenant_id, customer_name, facet, label, assets)
   SELECT target, scope.customer_name, v.facet, v.label, count(*)::int
@@ -238,8 +257,8 @@ BEGIN
                                ('customer', a.customer_name), ('lifecycle', a.lifecycle_status)) AS v (facet, label)
    WHERE a.tenant_id = target
    GROUP BY scope.customer_name, v.facet, v.label;
-  GET DIAGNOSTICS n = ROW_COUNT;
-  RETURN written + n;
+  GET DIAGNOSTICS affected = ROW_COUNT;
+  RETURN written + affected;
 END;
 $$;
 
@@ -261,8 +280,8 @@ DROP FUNCTION IF EXISTS reporting_rebuild(uuid), reporting_assets_changed(), rep
   reporting_row_customer(), reporting_count_asset(uuid, text, uuid, text, text, integer),
   reporting_count_report(uuid, text, timestamptz, text, text, integer),
   reporting_count_inspection(uuid, text, timestamptz, text, uuid, boolean, integer);
-DROP TABLE IF EXISTS reporting_asset_facets, reporting_report_days, reporting_inspection_days;
-DROP INDEX IF EXISTS asset_types_search_idx, assets_tenant_customer_name_idx, reports_search_idx,
+DROP TABLE IF EXISTS reporting_asset_facets, reporting_report_rollup, reporting_inspection_rollup;
+DROP INDEX IF EXISTS service_requests_reporting_idx, asset_types_search_idx, assets_tenant_customer_name_idx, reports_search_idx,
   reports_tenant_customer_time_idx, inspections_tenant_customer_time_idx;
 ALTER TABLE reports DROP COLUMN IF EXISTS customer_name;
 ALTER TABLE inspections DROP COLUMN IF EXISTS report_count, DROP COLUMN IF EXISTS report_impact,

@@ -5,7 +5,8 @@ import { createTenantWithKeys, type TenantFixture } from '../support/fixtures.ts
 import { parseCsv, readXlsxRows } from './files.ts';
 
 // /reporting/export.* over more than 50,000 rows, followed page by page: nothing missing,
-// nothing repeated, the same rows in CSV and XLSX, customer scope applied.
+// nothing repeated, the same rows in CSV and XLSX, customer scope applied; and list pages
+// deep into the offsets.
 
 let db: TestDatabase;
 let api: TestApi;
@@ -30,14 +31,18 @@ beforeAll(async () => {
     // Every tenth inspection has two reports, five in ten have one, four have none: 55,220 rows.
     await client.query(
       `INSERT INTO inspections (tenant_id, asset_id, status, completed_at, created_at, operator_identifier)
-       SELECT $1, a.id, 'completed', timestamptz '2026-01-01' + g * interval '7 minutes', timestamptz '2026-01-01' + g * interval '7 minutes', 'OP-' || g
+       SELECT $1, a.id, CASE WHEN g % 10 = 3 THEN 'rejected' ELSE 'completed' END, t.at, t.at, 'OP-' || g
          FROM generate_series(1, $2::int) g
+         -- One in ten shares its hour's first minute with others: ties broken by id.
+         CROSS JOIN LATERAL (SELECT CASE WHEN g % 10 = 7 THEN date_trunc('hour', timestamptz '2026-01-01' + g * interval '7 minutes')
+                                         ELSE timestamptz '2026-01-01' + g * interval '7 minutes' END AS at) t
          JOIN (SELECT id, row_number() OVER (ORDER BY identifier) - 1 AS n FROM assets WHERE tenant_id = $1) a ON a.n = g % 500`,
       [tenant.tenantId, INSPECTIONS],
     );
     await client.query(
-      `INSERT INTO reports (tenant_id, inspection_id, asset_id, outcome, created_at)
-       SELECT i.tenant_id, i.id, i.asset_id, 'completed', i.occurred_at + k * interval '1 minute'
+      `INSERT INTO reports (tenant_id, inspection_id, asset_id, outcome, created_at, impact)
+       SELECT i.tenant_id, i.id, i.asset_id, 'completed', i.occurred_at + k * interval '1 minute',
+              CASE WHEN k = 2 OR substr(i.operator_identifier, length(i.operator_identifier)) = '1' THEN 'warning' ELSE 'none' END
          FROM inspections i
          CROSS JOIN generate_series(1, 2) k
         WHERE i.tenant_id = $1
@@ -64,7 +69,7 @@ async function expectedPairs(customerName: string | null): Promise<string[]> {
     `SELECT i.id || '/' || coalesce(r.id::text, '') AS pair
        FROM inspections i JOIN assets a ON a.id = i.asset_id LEFT JOIN reports r ON r.inspection_id = i.id
       WHERE i.tenant_id = $1 AND ($2::text IS NULL OR a.customer_name = $2)
-      ORDER BY i.occurred_at, i.id, r.created_at NULLS FIRST, r.id NULLS FIRST`,
+      ORDER BY i.occurred_at, i.id DESC, r.created_at NULLS FIRST, r.id NULLS FIRST`,
     [tenant.tenantId, customerName],
   );
   return rows.map((row) => row.pair);
@@ -120,5 +125,52 @@ describe('reporting export paging', () => {
     expect(first.headers.get('x-export-truncated')).toBe('true');
     expect(first.headers.get('x-next-offset')).toBe('50000');
     await first.body?.cancel();
+  });
+});
+
+describe('deep list pages', () => {
+  // From offset 10,000 on, list pages skip whole days by the rollup counts; they must be
+  // exactly the pages a plain ORDER BY … OFFSET gives, for every filter the skip handles.
+  async function plainPage(table: 'inspections' | 'reports', where: string, values: unknown[], offset: number, limit: number): Promise<string[]> {
+    const time = table === 'inspections' ? 'occurred_at' : 'created_at';
+    const { rows } = await db.pool.query<{ id: string }>(
+      `SELECT x.id FROM ${table} x WHERE x.tenant_id = $1 ${where} ORDER BY x.${time} DESC, x.id LIMIT ${limit} OFFSET ${offset}`,
+      [tenant.tenantId, ...values],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  it('gives the same inspection and report pages as a plain OFFSET, at any depth, range and scope', async () => {
+    const cases: Array<[string, string, string, unknown[], number, number, string]> = [
+      ['inspections', '', '', [], 10_000, 100, tenant.tenantKey],
+      ['inspections', '', '', [], 31_337, 500, tenant.tenantKey],
+      ['inspections', '', '', [], 50_150, 100, tenant.tenantKey],
+      ['inspections', '', '', [], 50_200, 100, tenant.tenantKey],
+      ['inspections', 'status=rejected', `AND x.status = 'rejected'`, [], 4_000, 50, tenant.tenantKey],
+      ['inspections', 'status=completed', `AND x.status = 'completed'`, [], 20_011, 100, tenant.tenantKey],
+      [
+        'inspections',
+        'from=2026-01-20T13:17:00Z&to=2026-07-01T05:00:00Z',
+        `AND x.occurred_at >= '2026-01-20T13:17:00Z' AND x.occurred_at < '2026-07-01T05:00:00Z'`,
+        [],
+        12_345,
+        100,
+        tenant.tenantKey,
+      ],
+      ['inspections', 'from=2026-02-01&to=2026-03-31', `AND x.occurred_at >= '2026-02-01' AND x.occurred_at < '2026-04-01'`, [], 10_001, 100, tenant.tenantKey],
+      ['inspections', '', `AND x.customer_name = 'Acme'`, [], 10_050, 200, tenant.customerKeys.Acme as string],
+      ['reports', '', '', [], 10_000, 100, tenant.tenantKey],
+      ['reports', '', '', [], 35_100, 100, tenant.tenantKey],
+      ['reports', 'impact=warning', `AND x.impact = 'warning'`, [], 10_000, 100, tenant.tenantKey],
+      ['reports', 'from=2026-02-03T08:00:00Z', `AND x.created_at >= '2026-02-03T08:00:00Z'`, [], 15_000, 100, tenant.tenantKey],
+      ['reports', 'outcome=completed', `AND x.outcome = 'completed' AND x.customer_name = 'Acme'`, [], 10_500, 100, tenant.customerKeys.Acme as string],
+    ];
+    for (const [table, query, where, values, offset, limit, key] of cases) {
+      const response = await api.external(`/reporting/${table}?${query}&offset=${offset}&limit=${limit}`, key);
+      const body = (await response.json()) as { items: Array<{ id: string }> };
+      expect(response.status).toBe(200);
+      const expected = await plainPage(table as 'inspections' | 'reports', where, values, offset, limit);
+      expect(body.items.map((item) => item.id), `${table}?${query} offset ${offset}`).toEqual(expected);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
+import { dayString, splitDays, type PeriodSpan, type SplitRange, type Window } from './periods.ts';
 import type {
   ReportingAsset,
   ReportingInspection,
@@ -321,6 +322,73 @@ const inspectionJoins = `JOIN assets a ON a.id = i.asset_id
       FROM reports r WHERE r.inspection_id = i.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1
   ) lr ON true`;
 
+/**
+ * From this offset on, a page whose filters the rollups can count (scope, range, and
+ * status for inspections; outcome and impact for reports) skips whole UTC days by their
+ * rollup counts instead of walking the index row by row: the page query then starts at
+ * the day holding row `offset` and skips at most that day's rows. Rollups and rows are
+ * read in one statement, so the skip is exact.
+ */
+const DAY_SKIP_FROM_OFFSET = 10_000;
+
+interface DaySkip {
+  /** WITH entries that define `page_start (day, newer)`. */
+  ctes: string;
+  /** Upper bound on the time column for the page query. */
+  bound: string;
+  /** OFFSET expression for the page query. */
+  offset: string;
+}
+
+function daySkip(
+  params: Params,
+  options: {
+    scope: ReportingScope;
+    tenant: string;
+    range: Window;
+    offset: string;
+    rollup: string;
+    counter: string;
+    rollupFilters: Array<[column: string, value: string | undefined]>;
+    rowTable: string;
+    timeColumn: string;
+  },
+): DaySkip {
+  const { days, live } = splitDays(options.range.from, options.range.to);
+  const rollupWhere = [`tenant_id = ${options.tenant}`, rollupScope(params, options.scope), `grain = 'd'`];
+  const rowWhere = [`x.tenant_id = ${options.tenant}`];
+  if (options.scope.customerName !== null) rowWhere.push(`x.customer_name = ${params.add(options.scope.customerName, 'text')}`);
+  for (const [column, value] of options.rollupFilters) {
+    if (value === undefined) continue;
+    const bound = params.add(value, 'text');
+    rollupWhere.push(`${column} = ${bound}`);
+    rowWhere.push(`x.${column} = ${bound}`);
+  }
+  if (days === null) rollupWhere.push('false');
+  else {
+    if (days.from !== null) rollupWhere.push(`period >= ${params.add(dayString(days.from), 'date')}`);
+    if (days.to !== null) rollupWhere.push(`period < ${params.add(dayString(days.to), 'date')}`);
+  }
+  const liveWhere = liveWindows(params, `x.${options.timeColumn}`, live);
+  return {
+    ctes: `day_counts AS (
+         SELECT period AS day, sum(${options.counter})::bigint AS n FROM ${options.rollup} WHERE ${rollupWhere.join(' AND ')} GROUP BY period
+         UNION ALL
+         SELECT (x.${options.timeColumn} AT TIME ZONE 'UTC')::date, count(*)::bigint FROM ${options.rowTable} x
+          WHERE ${rowWhere.join(' AND ')} AND (${liveWhere}) GROUP BY 1
+       ),
+       page_start AS (
+         SELECT day, newer FROM (
+           SELECT day, (sum(n) OVER (ORDER BY day DESC) - n)::bigint AS newer
+             FROM (SELECT day, sum(n)::bigint AS n FROM day_counts GROUP BY day HAVING sum(n) > 0) per_day
+         ) cumulative
+          WHERE newer <= ${options.offset} ORDER BY day LIMIT 1
+       ),`,
+    bound: `(((SELECT day FROM page_start) + 1)::timestamp AT TIME ZONE 'UTC')`,
+    offset: `(${options.offset} - (SELECT newer FROM page_start))`,
+  };
+}
+
 export async function listInspections(
   db: Queryable,
   scope: ReportingScope,
@@ -330,10 +398,28 @@ export async function listInspections(
   const params = new Params();
   const where = inspectionConditions(params, scope, filters);
   const limit = params.add(page.limit, 'integer');
-  const offset = params.add(page.offset, 'integer');
+  let offset = params.add(page.offset, 'bigint');
+  let ctes = '';
+  const countable = [filters.assetId, filters.outcome, filters.impact, filters.q, filters.assetType].every((value) => value === undefined);
+  if (countable && page.offset >= DAY_SKIP_FROM_OFFSET) {
+    const skip = daySkip(params, {
+      scope,
+      tenant: '$1::uuid',
+      range: { from: filters.from, to: filters.to },
+      offset,
+      rollup: 'reporting_inspection_rollup',
+      counter: 'inspections',
+      rollupFilters: [['status', filters.status]],
+      rowTable: 'inspections',
+      timeColumn: 'occurred_at',
+    });
+    ctes = skip.ctes;
+    where.push(`i.occurred_at < ${skip.bound}`);
+    offset = skip.offset;
+  }
   const { rows } = await db.query(
     `/* api:listReportingInspections */
-     WITH page AS (
+     WITH ${ctes} page AS (
        SELECT i.id, i.occurred_at FROM inspections i WHERE ${where.join(' AND ')}
         ORDER BY i.occurred_at DESC, i.id LIMIT ${limit} OFFSET ${offset}
      )
@@ -394,10 +480,31 @@ export async function listReports(
        WHERE si.tenant_id = ${tenant} AND lower(si.operator_identifier || ' ' || si.external_ref) LIKE ${params.add(pattern, 'text')})`);
   }
   const limit = params.add(page.limit, 'integer');
-  const offset = params.add(page.offset, 'integer');
+  let offset = params.add(page.offset, 'bigint');
+  let ctes = '';
+  const countable = [filters.status, filters.assetId, filters.q, filters.assetType].every((value) => value === undefined);
+  if (countable && page.offset >= DAY_SKIP_FROM_OFFSET) {
+    const skip = daySkip(params, {
+      scope,
+      tenant,
+      range: { from: filters.from, to: filters.to },
+      offset,
+      rollup: 'reporting_report_rollup',
+      counter: 'reports',
+      rollupFilters: [
+        ['outcome', filters.outcome],
+        ['impact', filters.impact],
+      ],
+      rowTable: 'reports',
+      timeColumn: 'created_at',
+    });
+    ctes = skip.ctes;
+    where.push(`r.created_at < ${skip.bound}`);
+    offset = skip.offset;
+  }
   const { rows } = await db.query(
     `/* api:listReportingReports */
-     WITH page AS (
+     WITH ${ctes} page AS (
        SELECT r.id, r.created_at FROM reports r WHERE ${where.join(' AND ')}
         ORDER BY r.created_at DESC, r.id LIMIT ${limit} OFFSET ${offset}
      )
@@ -483,21 +590,6 @@ export function exportStatement(scope: ReportingScope, filters: RecordFilters, e
 
 // Overview -------------------------------------------------------------------------------------
 
-/** A time window; null bounds are open. */
-export interface Window {
-  from: Date | null;
-  to: Date | null;
-}
-
-/**
- * The overview reads whole UTC days from the rollups and the partial days at the edges
- * of the range from the rows themselves; `days` is the rollup part, `live` the edges.
- */
-export interface SplitRange {
-  days: { from: string | null; to: string | null } | null;
-  live: Window[];
-}
-
 export interface InspectionFact {
   month: string;
   status: string;
@@ -529,31 +621,41 @@ function liveWindows(params: Params, column: string, windows: Window[]): string 
     .join(' OR ');
 }
 
-function dayBounds(params: Params, days: SplitRange['days']): string {
-  if (days === null) return 'false';
+function spanBounds(params: Params, span: PeriodSpan): string {
   const parts: string[] = [];
-  if (days.from !== null) parts.push(`day >= ${params.add(days.from, 'date')}`);
-  if (days.to !== null) parts.push(`day < ${params.add(days.to, 'date')}`);
-  return parts.join(' AND ') || 'true';
+  if (span.from !== null) parts.push(`period >= ${params.add(span.from, 'date')}`);
+  if (span.to !== null) parts.push(`period < ${params.add(span.to, 'date')}`);
+  return `(${parts.join(' AND ') || 'true'})`;
+}
+
+/** Rollup rows of a split range: whole months from grain 'm', whole days from grain 'd'. */
+function rollupPeriods(params: Params, split: SplitRange): string {
+  const parts: string[] = [];
+  if (split.months !== null) parts.push(`(grain = 'm' AND ${spanBounds(params, split.months)})`);
+  if (split.days.length > 0) parts.push(`(grain = 'd' AND (${split.days.map((span) => spanBounds(params, span)).join(' OR ')}))`);
+  return parts.length === 0 ? 'false' : `(${parts.join(' OR ')})`;
 }
 
 export async function inspectionFacts(db: Queryable, scope: ReportingScope, split: SplitRange): Promise<InspectionFact[]> {
   const params = new Params();
   const tenant = params.add(scope.tenantId, 'uuid');
   const rollup = rollupScope(params, scope);
-  const days = dayBounds(params, split.days);
+  const periods = rollupPeriods(params, split);
   const rowScope = scope.customerName === null ? '' : `AND i.customer_name = ${params.add(scope.customerName, 'text')}`;
   const live = liveWindows(params, 'i.occurred_at', split.live);
   const { rows } = await db.query(
     `/* api:reportingInspectionFacts */
-     SELECT to_char(day, 'YYYY-MM') AS month, status, template_id, rejected, sum(n)::int AS count
+     SELECT to_char(month, 'YYYY-MM') AS month, status, template_id, rejected, sum(n)::int AS count
        FROM (
-         SELECT day, status, template_id, rejected, inspections AS n FROM reporting_inspection_days
-          WHERE tenant_id = ${tenant} AND ${rollup} AND ${days}
+         SELECT date_trunc('month', period::timestamp) AS month, status, template_id, rejected, sum(inspections) AS n
+           FROM reporting_inspection_rollup
+          WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+          GROUP BY 1, 2, 3, 4
          UNION ALL
-         SELECT (i.occurred_at AT TIME ZONE 'UTC')::date, i.status, i.template_id,
-                i.status = 'rejected' OR i.report_outcome = 'rejected', 1
+         SELECT date_trunc('month', i.occurred_at AT TIME ZONE 'UTC'), i.status, i.template_id,
+                i.status = 'rejected' OR i.report_outcome = 'rejected', count(*)
            FROM inspections i WHERE i.tenant_id = ${tenant} ${rowScope} AND (${live})
+          GROUP BY 1, 2, 3, 4
        ) facts
       GROUP BY 1, 2, 3, 4
      HAVING sum(n) <> 0`,
@@ -572,18 +674,21 @@ export async function reportFacts(db: Queryable, scope: ReportingScope, split: S
   const params = new Params();
   const tenant = params.add(scope.tenantId, 'uuid');
   const rollup = rollupScope(params, scope);
-  const days = dayBounds(params, split.days);
+  const periods = rollupPeriods(params, split);
   const rowScope = scope.customerName === null ? '' : `AND r.customer_name = ${params.add(scope.customerName, 'text')}`;
   const live = liveWindows(params, 'r.created_at', split.live);
   const { rows } = await db.query(
     `/* api:reportingReportFacts */
-     SELECT to_char(day, 'YYYY-MM') AS month, outcome, impact, sum(n)::int AS count
+     SELECT to_char(month, 'YYYY-MM') AS month, outcome, impact, sum(n)::int AS count
        FROM (
-         SELECT day, outcome, impact, reports AS n FROM reporting_report_days
-          WHERE tenant_id = ${tenant} AND ${rollup} AND ${days}
+         SELECT date_trunc('month', period::timestamp) AS month, outcome, impact, sum(reports) AS n
+           FROM reporting_report_rollup
+          WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+          GROUP BY 1, 2, 3
          UNION ALL
-         SELECT (r.created_at AT TIME ZONE 'UTC')::date, r.outcome, r.impact, 1
+         SELECT date_trunc('month', r.created_at AT TIME ZONE 'UTC'), r.outcome, r.impact, count(*)
            FROM reports r WHERE r.tenant_id = ${tenant} ${rowScope} AND (${live})
+          GROUP BY 1, 2, 3
        ) facts
       GROUP BY 1, 2, 3
      HAVING sum(n) <> 0`,
@@ -691,13 +796,15 @@ export async function activityMonths(db: Queryable, scope: ReportingScope): Prom
   const params = new Params();
   const tenant = params.add(scope.tenantId, 'uuid');
   const rollup = rollupScope(params, scope);
+  const edge = (table: string, counter: string, direction: 'ASC' | 'DESC') =>
+    `(SELECT period FROM ${table} WHERE tenant_id = ${tenant} AND ${rollup} AND grain = 'm' AND ${counter} > 0 ORDER BY period ${direction} LIMIT 1)`;
   const { rows } = await db.query(
     `/* api:reportingActivityMonths */
-     SELECT to_char(min(day), 'YYYY-MM') AS first, to_char(max(day), 'YYYY-MM') AS last FROM (
-       (SELECT day FROM reporting_inspection_days WHERE tenant_id = ${tenant} AND ${rollup} AND inspections > 0 ORDER BY day LIMIT 1)
-       UNION ALL (SELECT day FROM reporting_inspection_days WHERE tenant_id = ${tenant} AND ${rollup} AND inspections > 0 ORDER BY day DESC LIMIT 1)
-       UNION ALL (SELECT day FROM reporting_report_days WHERE tenant_id = ${tenant} AND ${rollup} AND reports > 0 ORDER BY day LIMIT 1)
-       UNION ALL (SELECT day FROM reporting_report_days WHERE tenant_id = ${tenant} AND ${rollup} AND reports > 0 ORDER BY day DESC LIMIT 1)
+     SELECT to_char(min(period), 'YYYY-MM') AS first, to_char(max(period), 'YYYY-MM') AS last FROM (
+       ${edge('reporting_inspection_rollup', 'inspections', 'ASC')}
+       UNION ALL ${edge('reporting_inspection_rollup', 'inspections', 'DESC')}
+       UNION ALL ${edge('reporting_report_rollup', 'reports', 'ASC')}
+       UNION ALL ${edge('reporting_report_rollup', 'reports', 'DESC')}
      ) bounds`,
     params.values,
   );

@@ -4,7 +4,8 @@ import type { ApiKeyAuth } from '../../http/auth.ts';
 import { resolveOptionalRange } from '../../http/query.ts';
 import { findRecentServiceRequests } from '../service-requests/repository.ts';
 import * as repository from './repository.ts';
-import type { RecordFilters, ReportingScope, SplitRange, Window } from './repository.ts';
+import type { RecordFilters, ReportingScope } from './repository.ts';
+import { splitRange, type Window } from './periods.ts';
 import {
   breakdownKeys,
   summaryCounters,
@@ -81,39 +82,10 @@ export function recordFilters(query: Omit<RecordListQuery, 'limit' | 'offset'>):
 
 // Overview ------------------------------------------------------------------------------
 
-const DAY_MS = 86_400_000;
 const RECENT_ITEMS = 10;
 /** Beyond this many months, months before the first / after the last activity are left out. */
 const MONTHLY_FILL_LIMIT = 120;
 const OPEN_STATUSES = new Set(['new', 'reopened', 'triaged', 'in_progress', 'waiting_customer']);
-
-function floorDay(date: Date): Date {
-  return new Date(Math.floor(date.getTime() / DAY_MS) * DAY_MS);
-}
-
-function ceilDay(date: Date): Date {
-  return new Date(Math.ceil(date.getTime() / DAY_MS) * DAY_MS);
-}
-
-function dayString(date: Date): string {
-  return date.toISOString().slice(0, 10);
-}
-
-/** Whole UTC days inside [from, to) come from the rollups; the rest is read live. */
-export function splitRange(from: Date | null, to: Date | null): SplitRange {
-  const innerFrom = from === null ? null : ceilDay(from);
-  const innerTo = to === null ? null : floorDay(to);
-  if (innerFrom !== null && innerTo !== null && innerFrom.getTime() >= innerTo.getTime()) {
-    return { days: null, live: [{ from, to }] };
-  }
-  const live: Window[] = [];
-  if (from !== null && innerFrom !== null && from.getTime() < innerFrom.getTime()) live.push({ from, to: innerFrom });
-  if (to !== null && innerTo !== null && innerTo.getTime() < to.getTime()) live.push({ from: innerTo, to });
-  return {
-    days: { from: innerFrom === null ? null : dayString(innerFrom), to: innerTo === null ? null : dayString(innerTo) },
-    live,
-  };
-}
 
 function monthIndex(month: string): number {
   return Number(month.slice(0, 4)) * 12 + Number(month.slice(5, 7)) - 1;
