@@ -9,7 +9,7 @@ const MINUTE = 60_000;
 const YARD: LatLon = { lat: 57.7005, lon: 11.9402 };
 
 /** A closed square ring of half-size `half` metres around a point, as GeoJSON [lon, lat]. */
-function square(center: LatLon, half: number): number[][] {
+function square(center: LatLon, half: number): Array<[number, number]> {
   const north = destination(center, half, 0).lat;
   const south = destination(center, half, 180).lat;
   const east = destination(center, half, 90).lon;

@@ -212,6 +212,8 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
           coverageTo: bound ?? ceilTo(options.now + 1, widthOf(relation)),
           durationMs: performance.now() - started,
         });
+        // A rebuilt table's statistics describe the empty one: queries would plan for no rows.
+        await client.query(`ANALYZE ${relation}`);
       }
       return { applied: 0, more: false, kind: 'rebuild' };
     }
