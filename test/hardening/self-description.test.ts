@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateOpenApiDocument, openApiPath } from '../../services/api/src/features/docs/openapi.ts';
 import { ratePolicies } from '../../services/api/src/http/rate-limit.ts';
 import type { RouteSpec } from '../../services/api/src/http/route.ts';
-import { json, startTestApi, type TestApi } from '../support/api.ts';
+import { json, startTestApi, TEST_ADMIN_TOKEN, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { registeredRoutes } from './support.ts';
+import { getWithRetry, registeredRoutes } from './support.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -27,7 +27,7 @@ beforeAll(async () => {
   db = await createTestDatabase('self_description');
   api = await startTestApi(db.pool, db.url);
   routes = await registeredRoutes(db.pool, api.config);
-  const response = await fetch(`${api.url}/api/external/v1/openapi.json`);
+  const response = await getWithRetry(`${api.url}/api/external/v1/openapi.json`);
   expect(response.status).toBe(200);
   document = await response.json();
 });
@@ -123,8 +123,8 @@ describe('GET /openapi.json (spec: Self-description, Versioning)', () => {
   });
 
   it('serves the admin API its own document behind the admin token', async () => {
-    expect((await fetch(`${api.url}/api/admin/v1/openapi.json`)).status).toBe(401);
-    const admin = await json(await api.admin('/openapi.json'));
+    expect((await getWithRetry(`${api.url}/api/admin/v1/openapi.json`)).status).toBe(401);
+    const admin = await json(await getWithRetry(`${api.url}/api/admin/v1/openapi.json`, { headers: { Authorization: `Bearer ${TEST_ADMIN_TOKEN}` } }));
     expect((await new Validator().validate(admin)).valid).toBe(true);
     expect(admin.components.securitySchemes.AdminToken).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
     for (const route of routes.filter((r) => r.base === 'admin' && !r.hidden)) {
@@ -135,7 +135,7 @@ describe('GET /openapi.json (spec: Self-description, Versioning)', () => {
 });
 
 describe('HTML pages (spec: Self-description)', () => {
-  const external = (suffix: string) => fetch(`${api.url}/api/external/v1${suffix}`);
+  const external = (suffix: string) => getWithRetry(`${api.url}/api/external/v1${suffix}`);
 
   it('GET /guide is public HTML with a strict Content-Security-Policy and the first call with /me', async () => {
     const response = await external('/guide');
@@ -180,7 +180,7 @@ describe('HTML pages (spec: Self-description)', () => {
     const sources = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
     expect(sources.filter((source) => /^(https?:)?\/\//.test(source))).toEqual([]);
     for (const source of sources.filter((s) => s.startsWith('/api/external/v1/docs/assets/'))) {
-      const asset = await fetch(`${api.url}${source}`);
+      const asset = await getWithRetry(`${api.url}${source}`);
       expect(asset.status, source).toBe(200);
       expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(100);
     }

@@ -56,3 +56,18 @@ export async function inParallel<T>(items: T[], width: number, run: (item: T, in
     }),
   );
 }
+
+/**
+ * fetch for idempotent GETs that retries once when a pooled keep-alive socket was closed
+ * by the server just as it was reused (a client-side race when a test blocks the event
+ * loop for seconds, as schema compilation does; not a server fault).
+ */
+export async function getWithRetry(url: string, init: RequestInit = {}): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause;
+    if (cause?.code !== 'ECONNRESET' && cause?.code !== 'UND_ERR_SOCKET') throw error;
+    return fetch(url, init);
+  }
+}
