@@ -48,6 +48,7 @@ export const environmentSchema = z.object({
   GANTRY_INGEST_MAX_PAYLOAD_BYTES: positiveInt.default(65536),
   GANTRY_INGEST_MAX_FUTURE_SECONDS: nonNegativeInt.default(300),
   GANTRY_INGEST_MAX_IN_FLIGHT: positiveInt.default(20000),
+  GANTRY_INGEST_MAX_IN_FLIGHT_BYTES: positiveInt.default(64 * 1024 * 1024),
   GANTRY_INGEST_SESSION_EXPIRY_SECONDS: positiveInt.default(86400),
   GANTRY_INGEST_WRITERS: positiveInt.default(2),
   GANTRY_INGEST_WRITE_METHOD: z.enum(['unnest', 'copy']).default('unnest'),
@@ -132,6 +133,7 @@ export interface Config {
     maxPayloadBytes: number;
     maxFutureSeconds: number;
     maxInFlight: number;
+    maxInFlightBytes: number;
     sessionExpirySeconds: number;
     writers: number;
     writeMethod: 'unnest' | 'copy';
@@ -219,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPayloadBytes: e.GANTRY_INGEST_MAX_PAYLOAD_BYTES,
       maxFutureSeconds: e.GANTRY_INGEST_MAX_FUTURE_SECONDS,
       maxInFlight: e.GANTRY_INGEST_MAX_IN_FLIGHT,
+      maxInFlightBytes: e.GANTRY_INGEST_MAX_IN_FLIGHT_BYTES,
       sessionExpirySeconds: e.GANTRY_INGEST_SESSION_EXPIRY_SECONDS,
       writers: e.GANTRY_INGEST_WRITERS,
       writeMethod: e.GANTRY_INGEST_WRITE_METHOD,
