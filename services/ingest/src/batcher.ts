@@ -16,6 +16,7 @@ export interface Delivery {
 export interface BatcherOptions {
   pool: Pool;
   logger: Logger;
+  /** Readings (messages without readings count one) per batch. */
   batchSize: number;
   batchMs: number;
   /** Batches committed concurrently (each on its own connection). */
@@ -33,6 +34,7 @@ export interface BatcherOptions {
  */
 export class Batcher {
   private open: Delivery[] = [];
+  private openWeight = 0;
   private timer: NodeJS.Timeout | null = null;
   private readonly queue: Delivery[][] = [];
   private active = 0;
@@ -46,7 +48,9 @@ export class Batcher {
 
   add(delivery: Delivery): void {
     this.open.push(delivery);
-    if (this.open.length >= this.options.batchSize) this.seal();
+    // A batch upload counts by its readings: batchSize bounds rows per transaction, not messages.
+    this.openWeight += Math.max(1, delivery.message.readings.length);
+    if (this.openWeight >= this.options.batchSize) this.seal();
     else if (this.timer === null) this.timer = setTimeout(() => this.seal(), this.options.batchMs);
   }
 
@@ -59,6 +63,7 @@ export class Batcher {
     if (this.open.length === 0) return;
     this.queue.push(this.open);
     this.open = [];
+    this.openWeight = 0;
     this.dispatch();
   }
 

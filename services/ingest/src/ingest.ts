@@ -69,6 +69,7 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
     sharedGroup: settings.sharedGroup,
     sessionExpirySeconds: settings.sessionExpirySeconds,
     maxInFlight: settings.maxInFlight,
+    maxInFlightBytes: settings.maxInFlightBytes,
     connectTimeoutMs: 30_000,
     logger,
     onPacket(packet, settle) {

@@ -14,6 +14,7 @@ export interface IngestConnectionOptions {
   sharedGroup: string;
   sessionExpirySeconds: number;
   maxInFlight: number;
+  maxInFlightBytes: number;
   /** How long the first connection may take before start-up fails. */
   connectTimeoutMs: number;
   logger: Logger;
@@ -75,6 +76,7 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
     // control packets such as PINGRESP back too) only catches what a reconnect leaves
     // over. MQTT 3.1.1 has no Receive Maximum: the local limit is the only bound.
     maxUnacked: version === 5 ? options.maxInFlight * 2 : options.maxInFlight,
+    maxUnackedBytes: options.maxInFlightBytes,
     onPacket: options.onPacket,
     onUnackedChange: (count) => ingestMetrics.inFlight.set(count),
   });

@@ -16,14 +16,17 @@ import { generate, type IPublishPacket } from 'mqtt-packet';
  * connection, where the broker redelivers instead.
  *
  * Flow control: the broker stops at our Receive Maximum (MQTT 5). Past `maxUnacked`
- * (the only limit on MQTT 3.1.1) the callback is held, mqtt.js stops reading the
- * socket and TCP back-pressure reaches the broker: memory stays bounded.
+ * messages (the only count limit on MQTT 3.1.1) or `maxUnackedBytes` the callback is
+ * held, mqtt.js stops reading the socket and TCP back-pressure reaches the broker:
+ * memory stays bounded. While held, control packets (PINGRESP) wait too, so the
+ * limits sit above what a healthy pipeline reaches.
  */
 const DEFERRED = new Error('PUBACK deferred until the batch is committed');
 
 interface Pending {
   messageId: number;
   stream: Duplex;
+  bytes: number;
   done: boolean;
 }
 
@@ -38,6 +41,8 @@ export interface DeferredAcks {
 
 export interface DeferredAckOptions {
   maxUnacked: number;
+  /** Payload bytes held un-acknowledged before reading pauses (a Receive Maximum counts messages, not bytes). */
+  maxUnackedBytes: number;
   /** A packet to process; call settle() once it is safely stored. */
   onPacket(packet: IPublishPacket, settle: () => void): void;
   onUnackedChange?(count: number): void;
@@ -50,12 +55,14 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
   let stalled: (() => void) | null = null;
   let paused = false;
   let flushQueued = false;
+  let unackedBytes = 0;
 
   const unacked = () => pending.length - head;
+  const full = () => unacked() >= options.maxUnacked || unackedBytes >= options.maxUnackedBytes;
   const report = () => options.onUnackedChange?.(unacked());
 
   const release = () => {
-    if (stalled !== null && !paused && unacked() < options.maxUnacked) {
+    if (stalled !== null && !paused && !full()) {
       const resume = stalled;
       stalled = null;
       resume();
@@ -71,6 +78,7 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
     while (head < pending.length && pending[head]!.done) {
       const entry = pending[head]!;
       head += 1;
+      unackedBytes -= entry.bytes;
       if (live && entry.stream === current) {
         buffers.push(generate({ cmd: 'puback', messageId: entry.messageId }, { protocolVersion }));
       }
@@ -102,14 +110,16 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
       callback();
       return;
     }
-    const entry: Pending = { messageId: publish.messageId, stream: client.stream as Duplex, done: false };
+    const bytes = publish.payload.length;
+    const entry: Pending = { messageId: publish.messageId, stream: client.stream as Duplex, bytes, done: false };
     pending.push(entry);
+    unackedBytes += bytes;
     options.onPacket(publish, () => {
       entry.done = true;
       scheduleFlush();
     });
     report();
-    if (unacked() >= options.maxUnacked) stalled = () => callback(DEFERRED);
+    if (full()) stalled = () => callback(DEFERRED);
     else callback(DEFERRED);
   };
 

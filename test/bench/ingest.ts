@@ -1,0 +1,284 @@
+/**
+ * `pnpm bench:ingest` — the five figures of the ingest issue in one run, against a
+ * private Mosquitto with the project's config and a fresh database on the test server:
+ *   1. broker relay rate: simulator → Mosquitto → plain QoS 1 subscriber (no database);
+ *   2. Gantry end-to-end: publish → committed in bronze + silver (counted in the database);
+ *   3. naive baseline: one INSERT (and commit) per message before its PUBACK;
+ *   4. readings/s of `batch` messages of 100 readings;
+ *   5. ingest RSS (peak, its own process).
+ * Plus the two bulk-write methods (unnest, COPY) on the same batches, database only.
+ * The machine may be shared: the load average and box CPU are printed with each figure.
+ *
+ * Env: GANTRY_BENCH_DATABASE_URL (default the test server), BENCH_MESSAGES (200000),
+ * BENCH_DEVICES (300), BENCH_NAIVE_SECONDS (15), BENCH_STORAGE_MODE (auto).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { createPool, migrateDatabase, withTransaction, type Pool, type RequestedStorageMode } from '@gantry/db';
+import { parseMessage, type ParsedMessage } from '@gantry/ingest';
+import { createPublisher, encodeMessage, fleetTraffic, publishMessages, toBatches, type SimulatedMessage } from '@gantry/simulator';
+import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
+import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
+
+const root = new URL('../..', import.meta.url).pathname;
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200_000);
+const DEVICES = Number(process.env.BENCH_DEVICES ?? 300);
+const NAIVE_SECONDS = Number(process.env.BENCH_NAIVE_SECONDS ?? 15);
+const STORAGE_MODE = (process.env.BENCH_STORAGE_MODE ?? 'auto') as RequestedStorageMode;
+const serverUrl = process.env.GANTRY_BENCH_DATABASE_URL ?? process.env.GANTRY_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+const now = () => performance.timeOrigin + performance.now();
+const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
+
+function cpuTimes(): { idle: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  return { idle: fields[3]! + fields[4]!, total: fields.reduce((sum, value) => sum + value, 0) };
+}
+
+/** Box CPU busy over a phase, in % of all cores (the machine may be shared). */
+function busyMeter(): () => string {
+  const start = cpuTimes();
+  return () => {
+    const end = cpuTimes();
+    const busy = 100 * (1 - (end.idle - start.idle) / Math.max(1, end.total - start.total));
+    return `box ${busy.toFixed(0)}% busy, load ${os.loadavg()[0]!.toFixed(1)}`;
+  };
+}
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+interface Child {
+  process: ChildProcess;
+  lines: string[];
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+function startChild(script: string, env: Record<string, string>): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiters: Array<() => void> = [];
+  const collect = (chunk: Buffer) => {
+    lines.push(...chunk.toString().split('\n').filter(Boolean));
+    for (const wake of waiters.splice(0)) wake();
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  return {
+    process: child,
+    lines,
+    async waitFor(pattern, timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const line = lines.find((candidate) => pattern.test(candidate));
+        if (line) return line;
+        if (child.exitCode !== null) throw new Error(`${script} exited: ${lines.slice(-5).join('\n')}`);
+        if (Date.now() > deadline) throw new Error(`${script}: no ${pattern} within ${timeoutMs} ms`);
+        await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), sleep(200)]);
+      }
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function count(pool: Pool, table: string): Promise<number> {
+  const { rows } = await pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM ${table}`);
+  return rows[0]!.count;
+}
+
+/** Polls until the table holds `target` rows; returns the time it got there. */
+async function whenCount(pool: Pool, table: string, target: number, timeoutMs = 600_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if ((await count(pool, table)) >= target) return now();
+    if (Date.now() > deadline) throw new Error(`${table} did not reach ${target} rows`);
+    await sleep(100);
+  }
+}
+
+function rssOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kib('VmRSS') * 1024, peak: kib('VmHWM') * 1024 };
+}
+
+async function provision(pool: Pool, deviceIds: string[]): Promise<void> {
+  const { rows } = await pool.query<{ id: string }>(`INSERT INTO tenants (name) VALUES ('Bench terminal') RETURNING id`);
+  const tenantId = rows[0]!.id;
+  const assets = await pool.query<{ id: string; identifier: string }>(
+    `INSERT INTO assets (tenant_id, name, identifier) SELECT $1, id, id FROM unnest($2::text[]) AS id RETURNING id, identifier`,
+    [tenantId, deviceIds],
+  );
+  await pool.query(`INSERT INTO devices (tenant_id, device_id, asset_id) SELECT $1, d, a FROM unnest($2::text[], $3::uuid[]) AS u(d, a)`, [
+    tenantId,
+    assets.rows.map((row) => row.identifier),
+    assets.rows.map((row) => row.id),
+  ]);
+}
+
+async function truncate(pool: Pool): Promise<void> {
+  await pool.query('TRUNCATE telemetry_readings, device_messages, device_state, derivation_queue');
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = os.loadavg();
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  const database = `gantry_bench_ingest_${randomBytes(3).toString('hex')}_test`;
+  await admin.query(`CREATE DATABASE ${database}`);
+  const databaseUrl = withDatabase(serverUrl, database);
+  let broker: TestBroker | null = null;
+  const children: Child[] = [];
+  let pool: Pool | null = null;
+  try {
+    process.stderr.write(`migrating ${database}…\n`);
+    const { storageMode } = await migrateDatabase(databaseUrl, { storageMode: STORAGE_MODE, retention: { bronzeDays: 14, readingDays: 400 } });
+    pool = createPool(databaseUrl, { max: 4, applicationName: 'gantry-bench' });
+    const run = randomBytes(2).toString('hex');
+    const deviceIds = Array.from({ length: DEVICES }, (_, index) => `bench-${run}-${String(index + 1).padStart(4, '0')}`);
+    await provision(pool, deviceIds);
+    broker = await startTestBroker();
+
+    const start = Date.now() - 6 * 3_600_000;
+    const traffic = (seed: number): SimulatedMessage[] => [...fleetTraffic({ deviceIds, count: MESSAGES, start: start + seed * 3_600_000, stepMs: 20, seed })];
+    const sample = traffic(0).slice(0, 1000);
+    const averageBytes = sample.reduce((sum, message) => sum + Buffer.byteLength(encodeMessage(message).payload), 0) / sample.length;
+    const publisher = await createPublisher({ mqttUrl: broker.url, connections: 2, window: 2000 });
+
+    // 1. Broker relay rate.
+    const plain = startChild('test/bench/ingest-plain-subscriber.ts', { MQTT_URL: broker.url, EXPECT: String(MESSAGES) });
+    children.push(plain);
+    await plain.waitFor(/^ready$/);
+    let meter = busyMeter();
+    const relayMessages = traffic(1);
+    let published = now();
+    await publishMessages(publisher, relayMessages);
+    const relay = JSON.parse(await plain.waitFor(/^\{/)) as { received: number; lastAt: number };
+    const relayRate = relay.received / ((relay.lastAt - published) / 1000);
+    const relayLoad = meter();
+    await plain.stop();
+
+    // 2. Gantry end to end, 5. its RSS.
+    const ingestEnv = {
+      GANTRY_DATABASE_URL: databaseUrl,
+      GANTRY_MQTT_URL: broker.url,
+      GANTRY_RUN_MIGRATIONS: 'false',
+      GANTRY_LOG_LEVEL: 'warn',
+      GANTRY_LOG_FORMAT: 'json',
+      GANTRY_HOST: '127.0.0.1',
+      GANTRY_INGEST_CLIENT_ID: `gantry-bench-ingest-${run}`,
+      GANTRY_INGEST_SHARED_GROUP: `bench-${run}`,
+      GANTRY_INGEST_METRICS_PORT: String(await freePort()),
+    };
+    const ingest = startChild('services/ingest/src/main.ts', ingestEnv);
+    children.push(ingest);
+    for (let attempt = 0; ; attempt += 1) {
+      const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then((response) => response.status, () => 0);
+      if (status === 200) break;
+      if (ingest.process.exitCode !== null || attempt > 600) throw new Error(`ingest did not start: ${ingest.lines.slice(-5).join('\n')}`);
+      await sleep(100);
+    }
+    let rssMax = 0;
+    const rssTimer = setInterval(() => {
+      rssMax = Math.max(rssMax, rssOf(ingest.process.pid!).rss);
+    }, 100);
+    meter = busyMeter();
+    published = now();
+    await publishMessages(publisher, traffic(2));
+    const e2eDone = await whenCount(pool, 'telemetry_readings', MESSAGES);
+    const e2eRate = MESSAGES / ((e2eDone - published) / 1000);
+    const e2eLoad = meter();
+    const bronzeRows = await count(pool, 'device_messages');
+
+    // 4. Batch uploads of 100 readings.
+    await truncate(pool);
+    const batchMessages = toBatches(traffic(3), { size: 100, uploadAt: Date.now() });
+    meter = busyMeter();
+    published = now();
+    await publishMessages(publisher, batchMessages);
+    const batchDone = await whenCount(pool, 'telemetry_readings', MESSAGES);
+    const batchRate = MESSAGES / ((batchDone - published) / 1000);
+    const batchLoad = meter();
+    clearInterval(rssTimer);
+    const rss = rssOf(ingest.process.pid!);
+    rssMax = Math.max(rssMax, rss.rss);
+    await ingest.stop();
+
+    // 3. Naive baseline: one INSERT per message, for a fixed time.
+    await truncate(pool);
+    const naive = startChild('test/bench/ingest-naive-baseline.ts', { DATABASE_URL: databaseUrl, MQTT_URL: broker.url });
+    children.push(naive);
+    await naive.waitFor(/^ready$/);
+    meter = busyMeter();
+    const naiveStart = now();
+    const naivePublishing = publishMessages(publisher, traffic(4).slice(0, 10_000 * NAIVE_SECONDS));
+    await sleep(NAIVE_SECONDS * 1000);
+    const naiveStored = await count(pool, 'telemetry_readings');
+    const naiveRate = naiveStored / ((now() - naiveStart) / 1000);
+    const naiveLoad = meter();
+    await naive.stop();
+    await naivePublishing.catch(() => undefined);
+
+    // The two bulk-write methods on identical pre-parsed batches, database only.
+    const methods: Record<string, number> = {};
+    for (const method of ['unnest', 'copy', 'unnest', 'copy'] as const) {
+      await truncate(pool);
+      const messages: ParsedMessage[] = traffic(5)
+        .slice(0, 100_000)
+        .map((message) => {
+          const { topic, payload } = encodeMessage(message);
+          const receivedAt = Date.now();
+          return parseMessage({ topic, payload: Buffer.from(payload), receivedAt }, { maxPayloadBytes: 65536, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now: receivedAt } });
+        });
+      const began = now();
+      for (let index = 0; index < messages.length; index += 2000) {
+        await withTransaction(pool, (client) => writeBatch(client, messages.slice(index, index + 2000), { method, oversizedPayloadBytes: 4096 }));
+      }
+      methods[method] = Math.max(methods[method] ?? 0, messages.length / ((now() - began) / 1000));
+    }
+
+    await publisher.close();
+    const lines = [
+      '',
+      `Ingest benchmark — ${MESSAGES.toLocaleString('en-US')} QoS 1 messages of ~${Math.round(averageBytes)} bytes from ${DEVICES} devices, Mosquitto with deploy/mosquitto/mosquitto.conf, ${storageMode} mode`,
+      `machine: ${os.cpus().length} cores, load average ${loadAtStart.map((value) => value.toFixed(1)).join(' / ')} at start (shared machine: figures are indicative)`,
+      '',
+      `1. broker relay rate (plain subscriber, no database) ${fmt(relayRate).padStart(10)} msg/s   [${relayLoad}]`,
+      `2. Gantry end to end (bronze + silver committed)    ${fmt(e2eRate).padStart(10)} msg/s   = ${(e2eRate / relayRate).toFixed(2)} × relay; ${fmt(bronzeRows)} bronze rows   [${e2eLoad}]`,
+      `3. naive baseline (one INSERT per message)          ${fmt(naiveRate).padStart(10)} msg/s   = Gantry is ${(e2eRate / naiveRate).toFixed(0)} × faster   [${naiveLoad}]`,
+      `4. batch messages of 100 readings                   ${fmt(batchRate).padStart(10)} readings/s   (${fmt(batchMessages.length)} messages)   [${batchLoad}]`,
+      `5. ingest RSS                                       ${(rssMax / 1048576).toFixed(0).padStart(10)} MiB while running, peak ${(rss.peak / 1048576).toFixed(0)} MiB`,
+      '',
+      `write methods (database only, 2,000-message batches): unnest ${fmt(methods.unnest!)} msg/s, COPY ${fmt(methods.copy!)} msg/s`,
+      `targets: Gantry ≥ 0.8 × relay and ≥ 25,000 msg/s; batch ≥ 100,000 readings/s`,
+    ];
+    console.log(lines.join('\n'));
+  } finally {
+    for (const child of children) await child.stop();
+    await broker?.stop();
+    await pool?.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
