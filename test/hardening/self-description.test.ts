@@ -10,6 +10,7 @@ import { ratePolicies } from '../../services/api/src/http/rate-limit.ts';
 import type { RouteSpec } from '../../services/api/src/http/route.ts';
 import { json, startTestApi, TEST_ADMIN_TOKEN, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTenantWithKeys } from '../support/fixtures.ts';
 import { getWithRetry, registeredRoutes } from './support.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -248,6 +249,30 @@ describe('the pages in headless Chromium', () => {
     const file = path.join(shots, 'reference.png');
     await page.screenshot({ path: file, fullPage: false });
     expect(statSync(file).size).toBeGreaterThan(10_000);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it.skipIf(!hasChromium)('the reference calls the API itself: authorize with a key, try GET /me, see 200', async () => {
+    const tenant = await createTenantWithKeys(db.pool, [], 'Reference tenant');
+    const page = await browser!.newPage();
+    const problems: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    await page.goto(`${api.url}/api/external/v1/docs`);
+    await page.click('button.authorize');
+    await page.fill('.auth-container input[type=text], .auth-container input[type=password]', tenant.tenantKey);
+    await page.click('.auth-btn-wrapper button.authorize');
+    await page.click('.auth-btn-wrapper button.btn-done');
+    await page.click('#operations-Key_and_scope-getMe .opblock-summary-control');
+    await page.click('#operations-Key_and_scope-getMe .try-out__btn');
+    await page.click('#operations-Key_and_scope-getMe .execute');
+    const status = page.locator('#operations-Key_and_scope-getMe .live-responses-table tbody .response-col_status').first();
+    await status.waitFor();
+    expect((await status.textContent())?.trim()).toBe('200');
+    expect(await page.locator('#operations-Key_and_scope-getMe .live-responses-table .microlight').first().textContent()).toContain('Reference tenant');
+    await page.screenshot({ path: path.join(shots, 'reference-try-it-out.png') });
     expect(problems).toEqual([]);
     await page.close();
   });

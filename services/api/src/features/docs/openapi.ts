@@ -41,6 +41,15 @@ const requestIdHeader: HeaderSpec = {
   'X-Request-Id': { description: 'Identifies this request in the server logs; quote it when reporting a problem', schema: { type: 'string' } },
 };
 
+function deprecationHeaders(route: RouteSpec): HeaderSpec {
+  return {
+    Deprecation: { description: 'RFC 9745: the operation is deprecated (since the date given as @epoch-seconds)', schema: { type: 'string' } },
+    ...(route.successor
+      ? { Link: { description: `\`<${basePaths[route.base]}${route.successor}>; rel="successor-version"\`: the operation to use instead`, schema: { type: 'string' as const } } }
+      : {}),
+  };
+}
+
 /** `/telemetry/assets/:assetId/state` → `/telemetry/assets/{assetId}/state`. */
 export function openApiPath(route: RouteSpec): string {
   const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
@@ -80,7 +89,12 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
 }
 
 function responseConfig(route: RouteSpec, status: number, spec: ResponseSpec): ResponseConfig {
-  const headers: HeaderSpec = { ...requestIdHeader, ...(route.auth === 'apiKey' && status !== 401 ? rateLimitHeaders : {}), ...spec.headers };
+  const headers: HeaderSpec = {
+    ...requestIdHeader,
+    ...(route.auth === 'apiKey' && status !== 401 ? rateLimitHeaders : {}),
+    ...(route.deprecated ? deprecationHeaders(route) : {}),
+    ...spec.headers,
+  };
   const config: ResponseConfig = { description: spec.description, headers };
   if (spec.schema) {
     config.content = { [spec.contentType ?? 'application/json']: { schema: spec.schema } };
