@@ -21,6 +21,8 @@ ALTER TABLE reports ADD COLUMN customer_name text NOT NULL DEFAULT '';
 CREATE INDEX inspections_tenant_customer_time_idx ON inspections (tenant_id, customer_name, occurred_at DESC, id);
 CREATE INDEX reports_tenant_customer_time_idx ON reports (tenant_id, customer_name, created_at DESC, id);
 CREATE INDEX reports_search_idx ON reports USING gin (lower(external_ref) gin_trgm_ops);
+-- An inspection's latest report without a sort (list pages read it for every row).
+CREATE INDEX reports_inspection_latest_idx ON reports (inspection_id, created_at DESC, id DESC);
 CREATE INDEX assets_tenant_customer_name_idx ON assets (tenant_id, customer_name, name, id);
 CREATE INDEX asset_types_search_idx ON asset_types USING gin (lower(name || ' ' || description) gin_trgm_ops);
 -- The overview's service-request counters in one index-only scan.
@@ -281,7 +283,7 @@ DROP FUNCTION IF EXISTS reporting_rebuild(uuid), reporting_assets_changed(), rep
   reporting_count_report(uuid, text, timestamptz, text, text, integer),
   reporting_count_inspection(uuid, text, timestamptz, text, uuid, boolean, integer);
 DROP TABLE IF EXISTS reporting_asset_facets, reporting_report_rollup, reporting_inspection_rollup;
-DROP INDEX IF EXISTS service_requests_reporting_idx, asset_types_search_idx, assets_tenant_customer_name_idx, reports_search_idx,
+DROP INDEX IF EXISTS reports_inspection_latest_idx, service_requests_reporting_idx, asset_types_search_idx, assets_tenant_customer_name_idx, reports_search_idx,
   reports_tenant_customer_time_idx, inspections_tenant_customer_time_idx;
 ALTER TABLE reports DROP COLUMN IF EXISTS customer_name;
 ALTER TABLE inspections DROP COLUMN IF EXISTS report_count, DROP COLUMN IF EXISTS report_impact,

@@ -1,6 +1,6 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
-import { dayString, splitDays, type PeriodSpan, type SplitRange, type Window } from './periods.ts';
+import { splitRange, type PeriodSpan, type SplitRange, type Window } from './periods.ts';
 import type {
   ReportingAsset,
   ReportingInspection,
@@ -324,15 +324,16 @@ const inspectionJoins = `JOIN assets a ON a.id = i.asset_id
 
 /**
  * From this offset on, a page whose filters the rollups can count (scope, range, and
- * status for inspections; outcome and impact for reports) skips whole UTC days by their
- * rollup counts instead of walking the index row by row: the page query then starts at
- * the day holding row `offset` and skips at most that day's rows. Rollups and rows are
+ * status for inspections; outcome and impact for reports) skips whole months and days by
+ * their rollup counts instead of walking the index row by row: the month holding row
+ * `offset` is found from the month rows, the day inside it from the day rows, and the
+ * page query starts at that day and skips at most that day's rows. Rollups and rows are
  * read in one statement, so the skip is exact.
  */
 const DAY_SKIP_FROM_OFFSET = 10_000;
 
 interface DaySkip {
-  /** WITH entries that define `page_start (day, newer)`. */
+  /** WITH entries that define `page_start (bound_day, newer)`. */
   ctes: string;
   /** Upper bound on the time column for the page query. */
   bound: string;
@@ -354,8 +355,8 @@ function daySkip(
     timeColumn: string;
   },
 ): DaySkip {
-  const { days, live } = splitDays(options.range.from, options.range.to);
-  const rollupWhere = [`tenant_id = ${options.tenant}`, rollupScope(params, options.scope), `grain = 'd'`];
+  const split = splitRange(options.range.from, options.range.to);
+  const rollupWhere = [`tenant_id = ${options.tenant}`, rollupScope(params, options.scope)];
   const rowWhere = [`x.tenant_id = ${options.tenant}`];
   if (options.scope.customerName !== null) rowWhere.push(`x.customer_name = ${params.add(options.scope.customerName, 'text')}`);
   for (const [column, value] of options.rollupFilters) {
@@ -364,27 +365,41 @@ function daySkip(
     rollupWhere.push(`${column} = ${bound}`);
     rowWhere.push(`x.${column} = ${bound}`);
   }
-  if (days === null) rollupWhere.push('false');
-  else {
-    if (days.from !== null) rollupWhere.push(`period >= ${params.add(dayString(days.from), 'date')}`);
-    if (days.to !== null) rollupWhere.push(`period < ${params.add(dayString(days.to), 'date')}`);
-  }
-  const liveWhere = liveWindows(params, `x.${options.timeColumn}`, live);
+  const rollupFrom = `${options.rollup} WHERE ${rollupWhere.join(' AND ')}`;
+  const months = split.months === null ? 'false' : spanBounds(params, split.months);
+  const days = split.days.length === 0 ? 'false' : split.days.map((span) => spanBounds(params, span)).join(' OR ');
+  const live = liveWindows(params, `x.${options.timeColumn}`, split.live);
   return {
-    ctes: `day_counts AS (
-         SELECT period AS day, sum(${options.counter})::bigint AS n FROM ${options.rollup} WHERE ${rollupWhere.join(' AND ')} GROUP BY period
+    ctes: `spans AS (
+         SELECT grain, period AS lo, (period + interval '1 month')::date AS hi, sum(${options.counter})::bigint AS n
+           FROM ${rollupFrom} AND grain = 'm' AND ${months} GROUP BY period, grain
          UNION ALL
-         SELECT (x.${options.timeColumn} AT TIME ZONE 'UTC')::date, count(*)::bigint FROM ${options.rowTable} x
-          WHERE ${rowWhere.join(' AND ')} AND (${liveWhere}) GROUP BY 1
+         SELECT grain, period, period + 1, sum(${options.counter})::bigint
+           FROM ${rollupFrom} AND grain = 'd' AND (${days}) GROUP BY period, grain
+         UNION ALL
+         SELECT 'd'::"char", (x.${options.timeColumn} AT TIME ZONE 'UTC')::date, (x.${options.timeColumn} AT TIME ZONE 'UTC')::date + 1, count(*)::bigint
+           FROM ${options.rowTable} x WHERE ${rowWhere.join(' AND ')} AND (${live}) GROUP BY 2, 3
+       ),
+       coarse AS (
+         SELECT grain, lo, hi, newer FROM (
+           SELECT grain, lo, hi, (sum(n) OVER (ORDER BY lo DESC) - n)::bigint AS newer
+             FROM (SELECT grain, lo, hi, sum(n) AS n FROM spans GROUP BY 1, 2, 3 HAVING sum(n) > 0) merged
+         ) cumulative
+          WHERE newer <= ${options.offset} ORDER BY lo LIMIT 1
        ),
        page_start AS (
-         SELECT day, newer FROM (
-           SELECT day, (sum(n) OVER (ORDER BY day DESC) - n)::bigint AS newer
-             FROM (SELECT day, sum(n)::bigint AS n FROM day_counts GROUP BY day HAVING sum(n) > 0) per_day
-         ) cumulative
-          WHERE newer <= ${options.offset} ORDER BY day LIMIT 1
+         SELECT lo + 1 AS bound_day, newer FROM (
+           SELECT d.lo, ((SELECT newer FROM coarse) + sum(d.n) OVER (ORDER BY d.lo DESC) - d.n)::bigint AS newer
+             FROM (SELECT period AS lo, sum(${options.counter}) AS n FROM ${rollupFrom} AND grain = 'd'
+                      AND period >= (SELECT lo FROM coarse WHERE grain = 'm') AND period < (SELECT hi FROM coarse WHERE grain = 'm')
+                    GROUP BY period HAVING sum(${options.counter}) > 0) d
+         ) in_month
+          WHERE newer <= ${options.offset}
+         UNION ALL
+         SELECT hi, newer FROM coarse WHERE grain = 'd'
+         ORDER BY bound_day LIMIT 1
        ),`,
-    bound: `(((SELECT day FROM page_start) + 1)::timestamp AT TIME ZONE 'UTC')`,
+    bound: `((SELECT bound_day FROM page_start)::timestamp AT TIME ZONE 'UTC')`,
     offset: `(${options.offset} - (SELECT newer FROM page_start))`,
   };
 }
