@@ -4,7 +4,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@gantry/config';
 import { createOutbox, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
-import { startApiServer } from '@gantry/api';
+import { DEMO_TENANT_NAME, startApiServer } from '@gantry/api';
+import { startIngest } from '@gantry/ingest';
+import { startSimulator } from '@gantry/simulator';
 import { startWorker } from '@gantry/worker';
 import type { Command } from '../command.ts';
 import { startEmbeddedBroker } from '../embedded-broker.ts';
@@ -69,11 +71,45 @@ export const startCommand: Command = {
 
     const worker = startWorker({ config, pool, logger, outbox, storageMode });
     stops.push(() => worker.stop());
+    const ingest = await startIngest({ config, pool, logger, storageMode });
+    stops.push(() => ingest.stop());
     const api = await startApiServer(
-      { config, pool, logger, outbox, readiness: { database: async () => void (await pool.query('SELECT 1')) } },
+      {
+        config,
+        pool,
+        logger,
+        outbox,
+        readiness: {
+          database: async () => void (await pool.query('SELECT 1')),
+          broker: async () => {
+            if (!ingest.isConnected()) throw new Error('ingest is not connected to the broker');
+          },
+        },
+      },
       { host: config.http.host, port: config.http.port },
     );
     stops.push(() => api.close());
+
+    // The demo fleet: every enabled device of the demo tenant drives around the yard.
+    let simulated = 0;
+    if (config.demo.simulator) {
+      const { rows } = await pool.query<{ device_id: string }>(
+        `SELECT d.device_id FROM devices d JOIN tenants t ON t.id = d.tenant_id
+          WHERE t.name = $1 AND d.enabled ORDER BY d.device_id`,
+        [DEMO_TENANT_NAME],
+      );
+      if (rows.length > 0) {
+        const simulator = await startSimulator({
+          mqttUrl,
+          username: config.mqtt.username,
+          password: config.mqtt.password,
+          devices: rows.map((row) => ({ deviceId: row.device_id })),
+          logger: logger.child({ component: 'simulator' }),
+        });
+        stops.splice(stops.length - 1, 0, () => simulator.stop());
+        simulated = rows.length;
+      }
+    }
 
     const base = config.http.publicUrl ?? `http://localhost:${api.port}`;
     print('');
@@ -82,6 +118,7 @@ export const startCommand: Command = {
     print(`  Guide:     ${base}/api/external/v1/guide`);
     print(`  Reference: ${base}/api/external/v1/docs`);
     print(`  MQTT:      ${mqttUrl}   (devices publish to gantry/v1/devices/{deviceId}/{type})`);
+    if (simulated > 0) print(`  Simulator: ${simulated} demo machines publishing (GANTRY_DEMO_SIMULATOR=false turns it off)`);
     print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
     if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
     if (demo) {
