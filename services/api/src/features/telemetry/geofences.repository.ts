@@ -84,8 +84,7 @@ const alertColumns: Column[] = [
   { name: 'longitude', sql: 'ga.longitude', type: 'number' },
 ];
 
-const alertFrom = `FROM geofence_alerts ga
-JOIN geofences g ON g.id = ga.geofence_id
+const alertJoins = `JOIN geofences g ON g.id = ga.geofence_id
 JOIN assets a ON a.id = ga.asset_id
 LEFT JOIN asset_types t ON t.id = a.asset_type_id`;
 
@@ -96,27 +95,29 @@ LEFT JOIN asset_types t ON t.id = a.asset_type_id`;
  */
 export function geofenceAlertStatement(scope: TelemetryScope, filter: GeofenceAlertFilter): ListStatement {
   const params = new SqlParams();
-  const conditions = [
+  const own = [
     `ga.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
-    assetScopeCondition(params, scope),
+    `ga.asset_id IN (SELECT a.id FROM assets a WHERE ${assetScopeCondition(params, scope)})`,
     `ga.created_at < ${params.add(filter.to, 'timestamptz')}`,
     `(ga.resolved_at IS NULL OR ga.resolved_at > ${params.add(filter.from, 'timestamptz')})`,
   ];
-  if (filter.assetId) conditions.push(`ga.asset_id = ${params.add(filter.assetId, 'uuid')}`);
-  if (filter.geofenceId) conditions.push(`ga.geofence_id = ${params.add(filter.geofenceId, 'uuid')}`);
-  if (filter.status) conditions.push(`ga.status = ${params.add(filter.status, 'text')}`);
-  if (filter.active !== undefined) conditions.push(`ga.is_active = ${params.add(filter.active, 'boolean')}`);
-  if (filter.alertType) conditions.push(`ga.alert_type = ${params.add(filter.alertType, 'text')}`);
+  if (filter.assetId) own.push(`ga.asset_id = ${params.add(filter.assetId, 'uuid')}`);
+  if (filter.geofenceId) own.push(`ga.geofence_id = ${params.add(filter.geofenceId, 'uuid')}`);
+  if (filter.status) own.push(`ga.status = ${params.add(filter.status, 'text')}`);
+  if (filter.active !== undefined) own.push(`ga.is_active = ${params.add(filter.active, 'boolean')}`);
+  if (filter.alertType) own.push(`ga.alert_type = ${params.add(filter.alertType, 'text')}`);
+  const search: string[] = [];
   if (filter.q) {
     const pattern = params.add(likePattern(filter.q), 'text');
-    conditions.push(`(a.search_text LIKE ${pattern} OR lower(g.name) LIKE ${pattern})`);
+    search.push(`(a.search_text LIKE ${pattern} OR lower(g.name) LIKE ${pattern})`);
   }
   return {
     tag: 'listGeofenceAlerts',
     columns: alertColumns,
-    body: `${alertFrom}\nWHERE ${conditions.join('\n  AND ')}`,
+    body: `FROM geofence_alerts ga\n${alertJoins}\nWHERE ${[...own, ...search].join('\n  AND ')}`,
     orderBy: 'ga.created_at DESC, ga.id DESC',
     params,
+    ...(filter.q ? {} : { deferred: { inner: `SELECT ga.* FROM geofence_alerts ga WHERE ${own.join(' AND ')}`, alias: 'ga', joins: alertJoins } }),
   };
 }
 
@@ -155,7 +156,8 @@ export async function lockGeofenceAlert(
   const { rows } = await db.query(
     `/* api:lockGeofenceAlert */
      SELECT ${alertColumns.map((column) => `${column.sql} AS "${column.name}"`).join(', ')}
-     ${alertFrom}
+     FROM geofence_alerts ga
+     ${alertJoins}
      WHERE ${conditions.join(' AND ')}
      FOR UPDATE OF ga`,
     params.values,

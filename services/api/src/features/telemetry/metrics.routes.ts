@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../app.ts';
 import { requireApiKey } from '../../http/auth.ts';
-import { exportQueryParams, exportResponses, EXPORT_MAX_ROWS, type ExportColumn, type ExportFormat } from '../../http/export.ts';
+import { exportQueryParams, exportResponses, EXPORT_MAX_ROWS, type ExportFormat } from '../../http/export.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import { assertAssetFilterVisible } from './assets.repository.ts';
 import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
 import { metricQuery, metricRange, wholeBuckets, type MetricParams } from './buckets.ts';
 import { paging } from './params.ts';
-import { sendRowExport } from './row-export.ts';
+import { sendMetricExport } from './row-export.ts';
 import {
   TelemetryContainerWorkResponse,
   TelemetryServiceRequestMetricsResponse,
@@ -16,11 +16,11 @@ import {
 import { listServiceRequestMetrics } from './service-request-metrics.repository.ts';
 import { scopeOf, type TelemetryScope } from './sql.ts';
 import {
+  containerWorkExportFigures,
   readMetricPage,
-  toContainerWorkExportRow,
   toContainerWorkItem,
-  toUtilizationExportRow,
   toUtilizationItem,
+  utilizationExportFigures,
   type MetricQuery,
 } from './utilization.service.ts';
 
@@ -33,39 +33,10 @@ async function metricInput(deps: AppDeps, scope: TelemetryScope, query: MetricPa
 const goldOrLive =
   'Answered from the hourly/daily gold aggregates where their coverage holds and computed live from derived segments for the rest (source tells which). Buckets overlapping [from, to) are returned whole. groupBy=fleet sums the telemetry assets the key may see and lists every bucket; groupBy=asset lists the buckets each asset has data in, ordered by bucket then asset id.';
 
-const assetColumns: ExportColumn[] = [
-  { name: 'assetId' },
-  { name: 'assetIdentifier' },
-  { name: 'assetName' },
-  { name: 'assetDisplayCode' },
-  { name: 'assetType' },
-  { name: 'assetLocation' },
-  { name: 'assetCustomerName' },
-];
-const bucketColumns: ExportColumn[] = [
-  { name: 'bucketStart', type: 'timestamp' },
-  { name: 'bucketEnd', type: 'timestamp' },
-  { name: 'groupType' },
-  ...assetColumns,
-];
-const workColumns = (prefix: string): ExportColumn[] =>
-  ['containerCycleCount', 'emptyDistanceM', 'emptySeconds', 'loadedDistanceM', 'loadedPercent', 'loadedSeconds'].map((name) => ({
-    name: prefix ? `${prefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name,
-    type: name === 'containerCycleCount' ? 'integer' : 'number',
-  }));
-const utilizationColumns: ExportColumn[] = [
-  ...bucketColumns,
-  ...['distanceM', 'hourmeterDelta', 'idlePercent', 'runningSeconds', 'stationaryRunningSeconds', 'utilizationPercent'].map(
-    (name): ExportColumn => ({ name, type: 'number' }),
-  ),
-  ...workColumns('containerWork'),
-];
-const containerWorkColumns: ExportColumn[] = [...bucketColumns, ...workColumns('')];
-
 export function metricRoutes(deps: AppDeps): RouteSpec[] {
   const gold = [
-    { name: 'utilization', id: 'Utilization', schema: TelemetryUtilizationResponse, toItem: toUtilizationItem, toExportRow: toUtilizationExportRow, columns: utilizationColumns },
-    { name: 'container-work', id: 'ContainerWork', schema: TelemetryContainerWorkResponse, toItem: toContainerWorkItem, toExportRow: toContainerWorkExportRow, columns: containerWorkColumns },
+    { name: 'utilization', id: 'Utilization', schema: TelemetryUtilizationResponse, toItem: toUtilizationItem, figures: utilizationExportFigures },
+    { name: 'container-work', id: 'ContainerWork', schema: TelemetryContainerWorkResponse, toItem: toContainerWorkItem, figures: containerWorkExportFigures },
   ] as const;
 
   const goldRoutes = gold.flatMap((metric) => [
@@ -119,12 +90,12 @@ export function metricRoutes(deps: AppDeps): RouteSpec[] {
           // One row past the page tells whether another page follows.
           const page = await readMetricPage(deps.pool, scope, input, EXPORT_MAX_ROWS + 1, query.offset);
           ctx.set('X-Telemetry-Source', page.source);
-          await sendRowExport(ctx, deps.pool, {
+          await sendMetricExport(ctx, deps.pool, {
             format,
             filename: `telemetry-${metric.name}`,
             sheetName: metric.id === 'Utilization' ? 'Utilization' : 'Container work',
-            columns: metric.columns,
-            rows: page.rows.map((row) => metric.toExportRow(row)),
+            figures: metric.figures,
+            rows: page.rows,
             offset: query.offset,
             truncated: page.rows.length > EXPORT_MAX_ROWS,
           });

@@ -38,7 +38,7 @@ const sessionContainerWork = (alias: string) =>
 const usageSessionColumns: Column[] = [
   { name: 'id', sql: 'us.id', type: 'text' },
   ...assetRefColumns,
-  { name: 'deviceId', sql: 'd.device_id', type: 'text' },
+  { name: 'deviceId', sql: "coalesce(d.device_id, '')", type: 'text' },
   { name: 'identifier', sql: "coalesce(us.identifier, '')", type: 'text' },
   { name: 'operatorName', sql: "coalesce(o.operator_name, '')", type: 'text' },
   { name: 'startReason', sql: 'us.start_reason', type: 'text' },
@@ -61,7 +61,7 @@ const usageSessionColumns: Column[] = [
 const identifierSessionColumns: Column[] = [
   { name: 'id', sql: 'ids.id', type: 'text' },
   ...assetRefColumns,
-  { name: 'deviceId', sql: 'd.device_id', type: 'text' },
+  { name: 'deviceId', sql: "coalesce(d.device_id, '')", type: 'text' },
   { name: 'identifier', sql: 'ids.identifier', type: 'text' },
   { name: 'operatorName', sql: "coalesce(o.operator_name, '')", type: 'text' },
   { name: 'endReason', sql: endReasonSql('ids'), type: 'text' },
@@ -78,61 +78,55 @@ const identifierSessionColumns: Column[] = [
 ];
 
 /**
- * Conditions shared by both session kinds: tenant (for the index), asset scope, and
- * overlap with [from, to) — a session that began before `from` but ran into the range
- * is included.
+ * A session list: tenant (for the index), asset scope, and overlap with [from, to) — a
+ * session that began before `from` but ran into the range is included. Without a text
+ * search the page is picked from the session table alone and only its rows are joined.
  */
-function sessionConditions(params: SqlParams, alias: string, scope: TelemetryScope, filter: SessionFilter): string[] {
-  const conditions = [
+function sessionStatement(
+  table: 'usage_sessions' | 'identifier_sessions',
+  alias: string,
+  tag: string,
+  columns: Column[],
+  scope: TelemetryScope,
+  filter: SessionFilter,
+): ListStatement {
+  const params = new SqlParams();
+  const own = [
     `${alias}.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
-    assetScopeCondition(params, scope),
+    `${alias}.asset_id IN (SELECT a.id FROM assets a WHERE ${assetScopeCondition(params, scope)})`,
     `${alias}.start_ts < ${params.add(filter.to, 'timestamptz')}`,
     `${alias}.end_ts > ${params.add(filter.from, 'timestamptz')}`,
   ];
-  if (filter.assetId) conditions.push(`${alias}.asset_id = ${params.add(filter.assetId, 'uuid')}`);
-  if (filter.identifier) conditions.push(`${alias}.identifier = ${params.add(filter.identifier, 'text')}`);
+  if (filter.assetId) own.push(`${alias}.asset_id = ${params.add(filter.assetId, 'uuid')}`);
+  if (filter.identifier) own.push(`${alias}.identifier = ${params.add(filter.identifier, 'text')}`);
+  const joins = `JOIN assets a ON a.id = ${alias}.asset_id
+LEFT JOIN asset_types t ON t.id = a.asset_type_id
+LEFT JOIN devices d ON d.id = ${alias}.device_id
+LEFT JOIN operators o ON o.tenant_id = ${alias}.tenant_id AND o.identifier = ${alias}.identifier`;
+  const search: string[] = [];
   if (filter.q) {
     const pattern = params.add(likePattern(filter.q), 'text');
-    conditions.push(
+    search.push(
       `(a.search_text LIKE ${pattern} OR lower(d.device_id) LIKE ${pattern} OR lower(coalesce(${alias}.identifier, '')) LIKE ${pattern}
         OR lower(coalesce(o.operator_name, '')) LIKE ${pattern})`,
     );
   }
-  return conditions;
+  return {
+    tag,
+    columns,
+    body: `FROM ${table} ${alias}\n${joins}\nWHERE ${[...own, ...search].join('\n  AND ')}`,
+    orderBy: `${alias}.start_ts DESC, ${alias}.id DESC`,
+    params,
+    ...(filter.q ? {} : { deferred: { inner: `SELECT ${alias}.* FROM ${table} ${alias} WHERE ${own.join(' AND ')}`, alias, joins } }),
+  };
 }
 
 export function usageSessionStatement(scope: TelemetryScope, filter: SessionFilter): ListStatement {
-  const params = new SqlParams();
-  const conditions = sessionConditions(params, 'us', scope, filter);
-  return {
-    tag: 'listUsageSessions',
-    columns: usageSessionColumns,
-    body: `FROM usage_sessions us
-JOIN assets a ON a.id = us.asset_id
-LEFT JOIN asset_types t ON t.id = a.asset_type_id
-JOIN devices d ON d.id = us.device_id
-LEFT JOIN operators o ON o.tenant_id = us.tenant_id AND o.identifier = us.identifier
-WHERE ${conditions.join('\n  AND ')}`,
-    orderBy: 'us.start_ts DESC, us.id DESC',
-    params,
-  };
+  return sessionStatement('usage_sessions', 'us', 'listUsageSessions', usageSessionColumns, scope, filter);
 }
 
 export function identifierSessionStatement(scope: TelemetryScope, filter: SessionFilter): ListStatement {
-  const params = new SqlParams();
-  const conditions = sessionConditions(params, 'ids', scope, filter);
-  return {
-    tag: 'listIdentifierSessions',
-    columns: identifierSessionColumns,
-    body: `FROM identifier_sessions ids
-JOIN assets a ON a.id = ids.asset_id
-LEFT JOIN asset_types t ON t.id = a.asset_type_id
-JOIN devices d ON d.id = ids.device_id
-LEFT JOIN operators o ON o.tenant_id = ids.tenant_id AND o.identifier = ids.identifier
-WHERE ${conditions.join('\n  AND ')}`,
-    orderBy: 'ids.start_ts DESC, ids.id DESC',
-    params,
-  };
+  return sessionStatement('identifier_sessions', 'ids', 'listIdentifierSessions', identifierSessionColumns, scope, filter);
 }
 
 export function toUsageSession(row: Row) {

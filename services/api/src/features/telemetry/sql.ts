@@ -152,13 +152,32 @@ export interface ListStatement {
   body: string;
   orderBy: string;
   params: SqlParams;
+  /**
+   * The same list as a "late join": the page is picked from the main table alone
+   * (`inner`, aliased `alias`, ordered and limited there) and only its rows are joined
+   * (`joins`), so a deep page does not join every row it skips.
+   */
+  deferred?: { inner: string; alias: string; joins: string };
 }
 
 /** One JSON page of the statement. */
 export function pageSql(statement: ListStatement, limit: number, offset: number): { text: string; values: unknown[] } {
-  const { text, values } = orderedSql(statement);
-  const count = values.length;
-  return { text: `${text}\nLIMIT $${count + 1}::bigint OFFSET $${count + 2}::bigint`, values: [...values, limit, offset] };
+  const values = [...statement.params.values, limit, offset];
+  const paging = `LIMIT $${values.length - 1}::bigint OFFSET $${values.length}::bigint`;
+  if (statement.deferred) {
+    const { inner, alias, joins } = statement.deferred;
+    return {
+      text: `/* api:${statement.tag} */
+SELECT ${selectList(statement.columns)}
+FROM (${inner}
+      ORDER BY ${statement.orderBy}
+      ${paging}) ${alias}
+${joins}
+ORDER BY ${statement.orderBy}`,
+      values,
+    };
+  }
+  return { text: `${orderedSql(statement).text}\n${paging}`, values };
 }
 
 /** The whole ordered statement, as the export module pages it. */

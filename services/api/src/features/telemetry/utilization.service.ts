@@ -82,6 +82,25 @@ export async function readMetricPage(db: Queryable, scope: TelemetryScope, query
   return { rows, source: result.source, aggregateRefresh: result.aggregateRefresh, echo: { from: result.from.toISOString(), to } };
 }
 
+/** The figures of one row, rounded as every answer shows them (JSON items and exports alike). */
+export function metricFigures(row: MetricRow) {
+  const figures = utilizationFigures(row, row.capacitySeconds);
+  return {
+    distanceM: round(row.distanceM, 3),
+    hourmeterDelta: round(row.hourmeterDelta, 3),
+    idlePercent: round(figures.idlePercent),
+    runningSeconds: round(row.runningSeconds, 3),
+    stationaryRunningSeconds: round(row.stationaryRunningSeconds, 3),
+    utilizationPercent: round(figures.utilizationPercent),
+    containerCycleCount: row.containerCycleCount,
+    emptyDistanceM: round(row.emptyDistanceM, 3),
+    emptySeconds: round(row.emptySeconds, 3),
+    loadedDistanceM: round(row.loadedDistanceM, 3),
+    loadedPercent: round(figures.loadedPercent),
+    loadedSeconds: round(row.loadedSeconds, 3),
+  };
+}
+
 function bucketFields(row: MetricRow) {
   return {
     bucketStart: row.bucketStart.toISOString(),
@@ -91,60 +110,82 @@ function bucketFields(row: MetricRow) {
   };
 }
 
-function containerWorkFields(row: MetricRow) {
-  const { loadedPercent } = utilizationFigures(row, row.capacitySeconds);
-  return {
-    containerCycleCount: row.containerCycleCount,
-    emptyDistanceM: round(row.emptyDistanceM, 3),
-    emptySeconds: round(row.emptySeconds, 3),
-    loadedDistanceM: round(row.loadedDistanceM, 3),
-    loadedPercent: round(loadedPercent),
-    loadedSeconds: round(row.loadedSeconds, 3),
-  };
-}
-
 export function toUtilizationItem(row: MetricRow) {
-  const figures = utilizationFigures(row, row.capacitySeconds);
-  const work = containerWorkFields(row);
+  const f = metricFigures(row);
   return {
     ...bucketFields(row),
-    distanceM: round(row.distanceM, 3),
-    hourmeterDelta: row.hourmeterDelta,
-    idlePercent: round(figures.idlePercent),
-    runningSeconds: round(row.runningSeconds, 3),
-    stationaryRunningSeconds: round(row.stationaryRunningSeconds, 3),
-    utilizationPercent: round(figures.utilizationPercent),
-    containerWork: { ...work, emptySeconds: Math.round(row.emptySeconds), loadedSeconds: Math.round(row.loadedSeconds) },
+    distanceM: f.distanceM,
+    hourmeterDelta: f.hourmeterDelta,
+    idlePercent: f.idlePercent,
+    runningSeconds: f.runningSeconds,
+    stationaryRunningSeconds: f.stationaryRunningSeconds,
+    utilizationPercent: f.utilizationPercent,
+    // ContainerWorkSummary holds whole seconds.
+    containerWork: {
+      containerCycleCount: f.containerCycleCount,
+      emptyDistanceM: f.emptyDistanceM,
+      emptySeconds: Math.round(row.emptySeconds),
+      loadedDistanceM: f.loadedDistanceM,
+      loadedPercent: f.loadedPercent,
+      loadedSeconds: Math.round(row.loadedSeconds),
+    },
   };
 }
 
 export function toContainerWorkItem(row: MetricRow) {
-  return { ...bucketFields(row), ...containerWorkFields(row) };
-}
-
-/** Export rows: the items flattened (asset fields and container work as columns). */
-export function toUtilizationExportRow(row: MetricRow) {
-  const { asset, containerWork, ...item } = toUtilizationItem(row);
-  return { ...item, ...assetExportFields(asset), ...prefixed(containerWork) };
-}
-
-export function toContainerWorkExportRow(row: MetricRow) {
-  const { asset, ...item } = toContainerWorkItem(row);
-  return { ...item, ...assetExportFields(asset) };
-}
-
-function prefixed(work: Record<string, number>) {
-  return Object.fromEntries(Object.entries(work).map(([key, value]) => [`containerWork${key[0]!.toUpperCase()}${key.slice(1)}`, value]));
-}
-
-function assetExportFields(asset: AssetRefBody | null) {
+  const f = metricFigures(row);
   return {
-    assetId: asset?.id ?? null,
-    assetIdentifier: asset?.identifier ?? null,
-    assetName: asset?.name ?? null,
-    assetDisplayCode: asset?.displayCode ?? null,
-    assetType: asset?.assetType ?? null,
-    assetLocation: asset?.location ?? null,
-    assetCustomerName: asset?.customerName ?? null,
+    ...bucketFields(row),
+    containerCycleCount: f.containerCycleCount,
+    emptyDistanceM: f.emptyDistanceM,
+    emptySeconds: f.emptySeconds,
+    loadedDistanceM: f.loadedDistanceM,
+    loadedPercent: f.loadedPercent,
+    loadedSeconds: f.loadedSeconds,
   };
+}
+
+/** Export columns of a metric: the item's number fields, as `[export column, figure]`. */
+export const utilizationExportFigures: Array<[string, keyof ReturnType<typeof metricFigures> | 'wholeEmptySeconds' | 'wholeLoadedSeconds']> = [
+  ['distanceM', 'distanceM'],
+  ['hourmeterDelta', 'hourmeterDelta'],
+  ['idlePercent', 'idlePercent'],
+  ['runningSeconds', 'runningSeconds'],
+  ['stationaryRunningSeconds', 'stationaryRunningSeconds'],
+  ['utilizationPercent', 'utilizationPercent'],
+  ['containerWorkContainerCycleCount', 'containerCycleCount'],
+  ['containerWorkEmptyDistanceM', 'emptyDistanceM'],
+  ['containerWorkEmptySeconds', 'wholeEmptySeconds'],
+  ['containerWorkLoadedDistanceM', 'loadedDistanceM'],
+  ['containerWorkLoadedPercent', 'loadedPercent'],
+  ['containerWorkLoadedSeconds', 'wholeLoadedSeconds'],
+];
+
+export const containerWorkExportFigures: typeof utilizationExportFigures = [
+  ['containerCycleCount', 'containerCycleCount'],
+  ['emptyDistanceM', 'emptyDistanceM'],
+  ['emptySeconds', 'emptySeconds'],
+  ['loadedDistanceM', 'loadedDistanceM'],
+  ['loadedPercent', 'loadedPercent'],
+  ['loadedSeconds', 'loadedSeconds'],
+];
+
+/**
+ * A metric page as one array per export column (what the row export sends to the
+ * database): bucket bounds as epoch seconds, the asset id, and the figures. Asset
+ * fields are joined in SQL rather than repeated in every row.
+ */
+export function metricExportArrays(rows: MetricRow[], figures: typeof utilizationExportFigures) {
+  const bucketStart: number[] = [];
+  const bucketEnd: number[] = [];
+  const assetId: Array<string | null> = [];
+  const columns = figures.map(() => [] as number[]);
+  for (const row of rows) {
+    bucketStart.push(row.bucketStart.getTime() / 1000);
+    bucketEnd.push(row.bucketEnd.getTime() / 1000);
+    assetId.push(row.asset?.id ?? null);
+    const f = { ...metricFigures(row), wholeEmptySeconds: Math.round(row.emptySeconds), wholeLoadedSeconds: Math.round(row.loadedSeconds) };
+    figures.forEach(([, key], index) => columns[index]!.push(f[key]));
+  }
+  return { bucketStart, bucketEnd, assetId, figures: figures.map(([name], index) => ({ name, values: columns[index]! })) };
 }
