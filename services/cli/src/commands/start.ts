@@ -3,12 +3,12 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@gantry/config';
-import { createOutbox, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
+import { createOutbox, isPortInUse, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
 import { DEMO_TENANT_NAME, startApiServer } from '@gantry/api';
 import { startIngest } from '@gantry/ingest';
 import { startSimulator } from '@gantry/simulator';
 import { startWorker } from '@gantry/worker';
-import type { Command } from '../command.ts';
+import type { Command, CommandContext } from '../command.ts';
 import { startEmbeddedBroker } from '../embedded-broker.ts';
 import { ensureDemo, type DemoKeys } from './demo.ts';
 
@@ -26,106 +26,123 @@ export const startCommand: Command = {
   name: 'start',
   summary: 'Run api + ingest + worker in one process (embedded PostgreSQL and MQTT broker when none is configured)',
   usage: 'gantry start',
-  async run(_argv, { config: baseConfig, logger, print }) {
-    await mkdir(path.resolve(baseConfig.dataDir), { recursive: true });
+  async run(_argv, context) {
     const stops: Array<() => Promise<void>> = [];
     const stopAll = async () => {
-      for (const stop of stops.reverse()) await stop().catch((error: unknown) => logger.warn({ err: error }, 'stop failed'));
+      for (const stop of stops.reverse()) await stop().catch((error: unknown) => context.logger.warn({ err: error }, 'stop failed'));
+      stops.length = 0;
     };
-    onShutdown(logger, stopAll);
-
-    let databaseUrl = baseConfig.databaseUrl;
-    if (!databaseUrl) {
-      const embedded = await startEmbeddedPostgres({ dataDir: baseConfig.dataDir, port: baseConfig.embeddedPostgresPort, logger });
-      stops.push(() => embedded.stop());
-      databaseUrl = embedded.url;
+    onShutdown(context.logger, stopAll);
+    try {
+      await startAll(context, stops);
+    } catch (error) {
+      // Whatever did start (the embedded PostgreSQL above all) must not outlive us.
+      await stopAll();
+      throw error;
     }
-    let mqttUrl = baseConfig.mqtt.url;
-    if (!mqttUrl) {
-      const broker = await startEmbeddedBroker(baseConfig.mqtt.embeddedPort, logger);
-      stops.push(() => broker.stop());
-      mqttUrl = broker.url;
-    }
-    const token = await adminToken(baseConfig);
-    const config: Config = {
-      ...baseConfig,
-      databaseUrl,
-      mqtt: { ...baseConfig.mqtt, url: mqttUrl },
-      http: { ...baseConfig.http, adminToken: token.token },
-    };
-
-    await migrateDatabase(databaseUrl, { storageMode: config.storageMode, retention: config.retention, logger });
-    const { pool, storageMode } = await openDatabase({ ...config, databaseUrl, runMigrations: false }, logger, 'gantry');
-    stops.push(() => pool.end());
-    const outbox = createOutbox({ maxAttempts: config.webhooks.maxAttempts });
-
-    let demo: DemoKeys | null = null;
-    const keysFile = path.join(path.resolve(config.dataDir), 'demo-keys.json');
-    const tenants = await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM tenants');
-    if (config.demo.enabled && tenants.rows[0]?.count === 0) {
-      demo = await ensureDemo(pool, config.webhooks.maxAttempts);
-      await writeFile(keysFile, JSON.stringify(demo, null, 2), { mode: 0o600 });
-    } else if (existsSync(keysFile)) {
-      demo = JSON.parse(await readFile(keysFile, 'utf8')) as DemoKeys;
-    }
-
-    const worker = startWorker({ config, pool, logger, outbox, storageMode });
-    stops.push(() => worker.stop());
-    const ingest = await startIngest({ config, pool, logger, storageMode });
-    stops.push(() => ingest.stop());
-    const api = await startApiServer(
-      {
-        config,
-        pool,
-        logger,
-        outbox,
-        readiness: {
-          database: async () => void (await pool.query('SELECT 1')),
-          broker: async () => {
-            if (!ingest.isConnected()) throw new Error('ingest is not connected to the broker');
-          },
-        },
-      },
-      { host: config.http.host, port: config.http.port },
-    );
-    stops.push(() => api.close());
-
-    // The demo fleet: every enabled device of the demo tenant drives around the yard.
-    let simulated = 0;
-    if (config.demo.simulator) {
-      const { rows } = await pool.query<{ device_id: string }>(
-        `SELECT d.device_id FROM devices d JOIN tenants t ON t.id = d.tenant_id
-          WHERE t.name = $1 AND d.enabled ORDER BY d.device_id`,
-        [DEMO_TENANT_NAME],
-      );
-      if (rows.length > 0) {
-        const simulator = await startSimulator({
-          mqttUrl,
-          username: config.mqtt.username,
-          password: config.mqtt.password,
-          devices: rows.map((row) => ({ deviceId: row.device_id })),
-          logger: logger.child({ component: 'simulator' }),
-        });
-        stops.splice(stops.length - 1, 0, () => simulator.stop());
-        simulated = rows.length;
-      }
-    }
-
-    const base = config.http.publicUrl ?? `http://localhost:${api.port}`;
-    print('');
-    print(`Gantry is running (${storageMode} mode).`);
-    print(`  API:       ${base}/api/external/v1`);
-    print(`  Guide:     ${base}/api/external/v1/guide`);
-    print(`  Reference: ${base}/api/external/v1/docs`);
-    print(`  MQTT:      ${mqttUrl}   (devices publish to gantry/v1/devices/{deviceId}/{type})`);
-    if (simulated > 0) print(`  Simulator: ${simulated} demo machines publishing (GANTRY_DEMO_SIMULATOR=false turns it off)`);
-    print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
-    if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
-    if (demo) {
-      print(`  Demo tenant key:   ${demo.tenantKey}`);
-      print(`  Demo customer key: ${demo.customerKey}   (sees only "${demo.customerName}")`);
-      print(`  Try: curl -H 'X-API-Key: ${demo.tenantKey}' ${base}/api/external/v1/me`);
-    }
-    print('Press Ctrl-C to stop.');
   },
 };
+
+async function startAll({ config: baseConfig, logger, print }: CommandContext, stops: Array<() => Promise<void>>): Promise<void> {
+  await mkdir(path.resolve(baseConfig.dataDir), { recursive: true });
+  if (!baseConfig.mqtt.url && (await isPortInUse(baseConfig.mqtt.embeddedPort))) {
+    throw new Error(
+      `port ${baseConfig.mqtt.embeddedPort} is already in use, so the embedded MQTT broker cannot start there; ` +
+        `set GANTRY_MQTT_PORT to a free port, or GANTRY_MQTT_URL to use that broker`,
+    );
+  }
+
+  let databaseUrl = baseConfig.databaseUrl;
+  if (!databaseUrl) {
+    const embedded = await startEmbeddedPostgres({ dataDir: baseConfig.dataDir, port: baseConfig.embeddedPostgresPort, logger });
+    stops.push(() => embedded.stop());
+    databaseUrl = embedded.url;
+  }
+  let mqttUrl = baseConfig.mqtt.url;
+  if (!mqttUrl) {
+    const broker = await startEmbeddedBroker(baseConfig.mqtt.embeddedPort, logger);
+    stops.push(() => broker.stop());
+    mqttUrl = broker.url;
+  }
+  const token = await adminToken(baseConfig);
+  const config: Config = {
+    ...baseConfig,
+    databaseUrl,
+    mqtt: { ...baseConfig.mqtt, url: mqttUrl },
+    http: { ...baseConfig.http, adminToken: token.token },
+  };
+
+  await migrateDatabase(databaseUrl, { storageMode: config.storageMode, retention: config.retention, logger });
+  const { pool, storageMode } = await openDatabase({ ...config, databaseUrl, runMigrations: false }, logger, 'gantry');
+  stops.push(() => pool.end());
+  const outbox = createOutbox({ maxAttempts: config.webhooks.maxAttempts });
+
+  let demo: DemoKeys | null = null;
+  const keysFile = path.join(path.resolve(config.dataDir), 'demo-keys.json');
+  const tenants = await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM tenants');
+  if (config.demo.enabled && tenants.rows[0]?.count === 0) {
+    demo = await ensureDemo(pool, config.webhooks.maxAttempts);
+    await writeFile(keysFile, JSON.stringify(demo, null, 2), { mode: 0o600 });
+  } else if (existsSync(keysFile)) {
+    demo = JSON.parse(await readFile(keysFile, 'utf8')) as DemoKeys;
+  }
+
+  const worker = startWorker({ config, pool, logger, outbox, storageMode });
+  stops.push(() => worker.stop());
+  const ingest = await startIngest({ config, pool, logger, storageMode });
+  stops.push(() => ingest.stop());
+  const api = await startApiServer(
+    {
+      config,
+      pool,
+      logger,
+      outbox,
+      readiness: {
+        database: async () => void (await pool.query('SELECT 1')),
+        broker: async () => {
+          if (!ingest.isConnected()) throw new Error('ingest is not connected to the broker');
+        },
+      },
+    },
+    { host: config.http.host, port: config.http.port },
+  );
+  stops.push(() => api.close());
+
+  // The demo fleet: every enabled device of the demo tenant drives around the yard.
+  let simulated = 0;
+  if (config.demo.simulator) {
+    const { rows } = await pool.query<{ device_id: string }>(
+      `SELECT d.device_id FROM devices d JOIN tenants t ON t.id = d.tenant_id
+        WHERE t.name = $1 AND d.enabled ORDER BY d.device_id`,
+      [DEMO_TENANT_NAME],
+    );
+    if (rows.length > 0) {
+      const simulator = await startSimulator({
+        mqttUrl,
+        username: config.mqtt.username,
+        password: config.mqtt.password,
+        devices: rows.map((row) => ({ deviceId: row.device_id })),
+        logger: logger.child({ component: 'simulator' }),
+      });
+      stops.splice(stops.length - 1, 0, () => simulator.stop());
+      simulated = rows.length;
+    }
+  }
+
+  const base = config.http.publicUrl ?? `http://localhost:${api.port}`;
+  print('');
+  print(`Gantry is running (${storageMode} mode).`);
+  print(`  API:       ${base}/api/external/v1`);
+  print(`  Guide:     ${base}/api/external/v1/guide`);
+  print(`  Reference: ${base}/api/external/v1/docs`);
+  print(`  MQTT:      ${mqttUrl}   (devices publish to gantry/v1/devices/{deviceId}/{type})`);
+  if (simulated > 0) print(`  Simulator: ${simulated} demo machines publishing (GANTRY_DEMO_SIMULATOR=false turns it off)`);
+  print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
+  if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
+  if (demo) {
+    print(`  Demo tenant key:   ${demo.tenantKey}`);
+    print(`  Demo customer key: ${demo.customerKey}   (sees only "${demo.customerName}")`);
+    print(`  Try: curl -H 'X-API-Key: ${demo.tenantKey}' ${base}/api/external/v1/me`);
+  }
+  print('Press Ctrl-C to stop.');
+}
