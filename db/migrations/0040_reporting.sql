@@ -3,8 +3,8 @@
 -- 1. inspections and reports carry their asset's customer_name, and an inspection its
 --    latest report's outcome and impact, so customer-scoped lists, the outcome/impact
 --    filters and the "rejected" counter are plain indexed columns;
--- 2. rollups kept by triggers (per UTC day and per UTC month for inspections and
---    reports, per facet for the asset inventory), once for the whole tenant
+-- 2. rollups kept by triggers (per UTC day and per UTC month for inspections, reports
+--    and service requests, per facet for the asset inventory), once for the whole tenant
 --    (customer_name NULL) and once per customer, so the overview of a year reads about a
 --    thousand rows, not a million, and a list page deep into the offsets can skip whole
 --    days by their counts;
@@ -25,9 +25,6 @@ CREATE INDEX reports_search_idx ON reports USING gin (lower(external_ref) gin_tr
 CREATE INDEX reports_inspection_latest_idx ON reports (inspection_id, created_at DESC, id DESC);
 CREATE INDEX assets_tenant_customer_name_idx ON assets (tenant_id, customer_name, name, id);
 CREATE INDEX asset_types_search_idx ON asset_types USING gin (lower(name || ' ' || description) gin_trgm_ops);
--- The overview's service-request counters in one index-only scan.
-CREATE INDEX service_requests_reporting_idx ON service_requests (tenant_id, created_at)
-  INCLUDE (customer_name, status, category, priority, cancel_reason);
 
 -- grain 'd': period is a UTC day; grain 'm': the first day of a UTC month.
 CREATE TABLE reporting_inspection_rollup (
@@ -52,6 +49,21 @@ CREATE TABLE reporting_report_rollup (
   impact        text NOT NULL,
   reports       integer NOT NULL,
   CONSTRAINT reporting_report_rollup_key UNIQUE NULLS NOT DISTINCT (tenant_id, customer_name, grain, period, outcome, impact)
+);
+
+-- Service requests by the day and month they were created, with their current status.
+CREATE TABLE reporting_service_request_rollup (
+  tenant_id     uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+  customer_name text,
+  grain         "char" NOT NULL CHECK (grain IN ('d', 'm')),
+  period        date NOT NULL,       -- of created_at
+  status        text NOT NULL,
+  category      text NOT NULL,
+  priority      text NOT NULL,
+  cancel_reason text NOT NULL,       -- '' unless cancelled
+  requests      integer NOT NULL,
+  CONSTRAINT reporting_service_request_rollup_key
+    UNIQUE NULLS NOT DISTINCT (tenant_id, customer_name, grain, period, status, category, priority, cancel_reason)
 );
 
 -- facet: assetType (label = asset type id, '' without type), location, customer, lifecycle.
@@ -85,6 +97,17 @@ RETURNS void LANGUAGE sql AS $$
                  ('m'::"char", date_trunc('month', at AT TIME ZONE 'UTC')::date)) AS g (grain, period)
    WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t)
   ON CONFLICT ON CONSTRAINT reporting_report_rollup_key DO UPDATE SET reports = d.reports + EXCLUDED.reports;
+$$;
+
+CREATE FUNCTION reporting_count_service_request(t uuid, c text, at timestamptz, s text, cat text, prio text, reason text, delta integer)
+RETURNS void LANGUAGE sql AS $$
+  INSERT INTO reporting_service_request_rollup AS d (tenant_id, customer_name, grain, period, status, category, priority, cancel_reason, requests)
+  SELECT t, scope, g.grain, g.period, s, cat, prio, CASE WHEN s = 'cancelled' THEN coalesce(reason, '') ELSE '' END, delta
+    FROM unnest(ARRAY[NULL, c]) AS scope,
+         (VALUES ('d'::"char", (at AT TIME ZONE 'UTC')::date),
+                 ('m'::"char", date_trunc('month', at AT TIME ZONE 'UTC')::date)) AS g (grain, period)
+   WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t)
+  ON CONFLICT ON CONSTRAINT reporting_service_request_rollup_key DO UPDATE SET requests = d.requests + EXCLUDED.requests;
 $$;
 
 CREATE FUNCTION reporting_count_asset(t uuid, c text, type_id uuid, loc text, lifecycle text, delta integer)
@@ -181,6 +204,27 @@ CREATE TRIGGER inspections_reporting_rollup_update AFTER UPDATE ON inspections
                      IS DISTINCT FROM (NEW.tenant_id, NEW.customer_name, NEW.occurred_at, NEW.status, NEW.template_id, NEW.report_outcome = 'rejected'))
   EXECUTE FUNCTION reporting_inspections_changed();
 
+CREATE FUNCTION reporting_service_requests_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP <> 'INSERT' THEN
+    PERFORM reporting_count_service_request(OLD.tenant_id, OLD.customer_name, OLD.created_at, OLD.status, OLD.category,
+      OLD.priority, OLD.cancel_reason, -1);
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    PERFORM reporting_count_service_request(NEW.tenant_id, NEW.customer_name, NEW.created_at, NEW.status, NEW.category,
+      NEW.priority, NEW.cancel_reason, 1);
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER service_requests_reporting_rollup AFTER INSERT OR DELETE ON service_requests
+  FOR EACH ROW EXECUTE FUNCTION reporting_service_requests_changed();
+CREATE TRIGGER service_requests_reporting_rollup_update AFTER UPDATE ON service_requests
+  FOR EACH ROW WHEN ((OLD.tenant_id, OLD.customer_name, OLD.created_at, OLD.status, OLD.category, OLD.priority, OLD.cancel_reason)
+                     IS DISTINCT FROM (NEW.tenant_id, NEW.customer_name, NEW.created_at, NEW.status, NEW.category, NEW.priority, NEW.cancel_reason))
+  EXECUTE FUNCTION reporting_service_requests_changed();
+
 CREATE FUNCTION reporting_assets_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP <> 'INSERT' THEN
@@ -227,6 +271,7 @@ BEGIN
   DELETE FROM reporting_inspection_rollup WHERE tenant_id = target;
   DELETE FROM reporting_report_rollup WHERE tenant_id = target;
   DELETE FROM reporting_asset_facets WHERE tenant_id = target;
+  DELETE FROM reporting_service_request_rollup WHERE tenant_id = target;
 
   INSERT INTO reporting_inspection_rollup (tenant_id, customer_name, grain, period, status, template_id, rejected, inspections)
   SELECT target, customer_name, grain, period, status, template_id, rejected, sum(n)::int
@@ -248,6 +293,19 @@ BEGIN
            GROUP BY GROUPING SETS ((customer_name, day, outcome, impact), (day, outcome, impact))) s
    CROSS JOIN LATERAL (VALUES ('d'::"char", s.day), ('m'::"char", date_trunc('month', s.day)::date)) AS g (grain, period)
    GROUP BY customer_name, grain, period, outcome, impact;
+  GET DIAGNOSTICS affected = ROW_COUNT;
+  written := written + affected;
+
+  INSERT INTO reporting_service_request_rollup (tenant_id, customer_name, grain, period, status, category, priority, cancel_reason, requests)
+  SELECT target, customer_name, grain, period, status, category, priority, cancel_reason, sum(n)::int
+    FROM (SELECT customer_name, day, status, category, priority, cancel_reason, count(*) AS n
+            FROM (SELECT customer_name, (created_at AT TIME ZONE 'UTC')::date AS day, status, category, priority,
+                         CASE WHEN status = 'cancelled' THEN coalesce(cancel_reason, '') ELSE '' END AS cancel_reason
+                    FROM service_requests WHERE tenant_id = target) base
+           GROUP BY GROUPING SETS ((customer_name, day, status, category, priority, cancel_reason),
+                                   (day, status, category, priority, cancel_reason))) s
+   CROSS JOIN LATERAL (VALUES ('d'::"char", s.day), ('m'::"char", date_trunc('month', s.day)::date)) AS g (grain, period)
+   GROUP BY customer_name, grain, period, status, category, priority, cancel_reason;
   GET DIAGNOSTICS affected = ROW_COUNT;
   written := written + affected;
 
@@ -275,15 +333,18 @@ DROP TRIGGER IF EXISTS reports_reporting_rollup ON reports;
 DROP TRIGGER IF EXISTS reports_reporting_rollup_update ON reports;
 DROP TRIGGER IF EXISTS inspections_reporting_rollup ON inspections;
 DROP TRIGGER IF EXISTS inspections_reporting_rollup_update ON inspections;
+DROP TRIGGER IF EXISTS service_requests_reporting_rollup ON service_requests;
+DROP TRIGGER IF EXISTS service_requests_reporting_rollup_update ON service_requests;
 DROP TRIGGER IF EXISTS assets_reporting_rollup ON assets;
 DROP TRIGGER IF EXISTS assets_reporting_rollup_update ON assets;
-DROP FUNCTION IF EXISTS reporting_rebuild(uuid), reporting_assets_changed(), reporting_inspections_changed(),
+DROP FUNCTION IF EXISTS reporting_rebuild(uuid), reporting_assets_changed(), reporting_service_requests_changed(),
+  reporting_count_service_request(uuid, text, timestamptz, text, text, text, text, integer), reporting_inspections_changed(),
   reporting_reports_changed(), reporting_refresh_inspection_report(uuid), reporting_asset_customer_changed(),
   reporting_row_customer(), reporting_count_asset(uuid, text, uuid, text, text, integer),
   reporting_count_report(uuid, text, timestamptz, text, text, integer),
   reporting_count_inspection(uuid, text, timestamptz, text, uuid, boolean, integer);
-DROP TABLE IF EXISTS reporting_asset_facets, reporting_report_rollup, reporting_inspection_rollup;
-DROP INDEX IF EXISTS reports_inspection_latest_idx, service_requests_reporting_idx, asset_types_search_idx, assets_tenant_customer_name_idx, reports_search_idx,
+DROP TABLE IF EXISTS reporting_asset_facets, reporting_service_request_rollup, reporting_report_rollup, reporting_inspection_rollup;
+DROP INDEX IF EXISTS reports_inspection_latest_idx, asset_types_search_idx, assets_tenant_customer_name_idx, reports_search_idx,
   reports_tenant_customer_time_idx, inspections_tenant_customer_time_idx;
 ALTER TABLE reports DROP COLUMN IF EXISTS customer_name;
 ALTER TABLE inspections DROP COLUMN IF EXISTS report_count, DROP COLUMN IF EXISTS report_impact,

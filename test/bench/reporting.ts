@@ -19,7 +19,7 @@ import { loadConfig } from '@gantry/config';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 
-const SEED_VERSION = 'reporting-bench-v2';
+const SEED_VERSION = 'reporting-bench-v3';
 const DATABASE = 'gantry_bench_reporting';
 const ASSETS = 100_000;
 const INSPECTIONS = 1_000_000;

@@ -46,6 +46,11 @@ async function snapshot(tenantId: string) {
       `SELECT customer_name, grain, period, outcome, impact, sum(reports)::int AS n FROM reporting_report_rollup
         WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5 HAVING sum(reports) <> 0 ORDER BY 1, 2, 3, 4, 5`,
     ),
+    requests: await query(
+      `SELECT customer_name, grain, period, status, category, priority, cancel_reason, sum(requests)::int AS n
+         FROM reporting_service_request_rollup
+        WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5, 6, 7 HAVING sum(requests) <> 0 ORDER BY 1, 2, 3, 4, 5, 6, 7`,
+    ),
     assets: await query(
       `SELECT customer_name, facet, label, sum(assets)::int AS n FROM reporting_asset_facets
         WHERE tenant_id = $1 GROUP BY 1, 2, 3 HAVING sum(assets) <> 0 ORDER BY 1, 2, 3`,
@@ -110,6 +115,16 @@ beforeAll(async () => {
     }
   }
 
+  const requestStatuses = ['new', 'triaged', 'in_progress', 'resolved', 'closed', 'cancelled'];
+  for (let seq = 1; seq <= 40; seq += 1) {
+    const status = random.pick(requestStatuses);
+    await db.pool.query(
+      `INSERT INTO service_requests (tenant_id, seq, display_code, title, customer_name, status, priority, category, cancel_reason, created_at)
+       VALUES ($1, $2::int, 'SR-' || $2::int, 'Request', $3, $4, $5, $6, $7, $8)`,
+      [t, seq, random.pick(customers), status, random.pick(['low', 'urgent']), random.pick(['defect', 'other']), status === 'cancelled' && seq % 3 ? 'Duplicate' : null, random.time()],
+    );
+  }
+
   // Every kind of change the rows can go through after creation.
   const sql = (text: string, values: unknown[]) => db.pool.query(text, values);
   // Report picks go by offset in id order, from the seeded PRNG.
@@ -154,8 +169,16 @@ beforeAll(async () => {
         break;
       case 9:
         await sql('DELETE FROM inspections WHERE id = $1', [inspection]);
+        inspections.splice(inspections.indexOf(inspection), 1);
         break;
     }
+  }
+  for (let step = 0; step < 20; step += 1) {
+    const seq = 1 + Math.floor(random.next() * 40);
+    if (step % 4 === 0) await sql(`UPDATE service_requests SET status = 'cancelled', cancel_reason = $3 WHERE tenant_id = $1 AND seq = $2`, [t, seq, random.pick(['Duplicate', 'Withdrawn'])]);
+    else if (step % 4 === 1) await sql('UPDATE service_requests SET status = $3, priority = $4 WHERE tenant_id = $1 AND seq = $2', [t, seq, random.pick(requestStatuses), random.pick(['normal', 'urgent'])]);
+    else if (step % 4 === 2) await sql('UPDATE service_requests SET customer_name = $3, created_at = $4 WHERE tenant_id = $1 AND seq = $2', [t, seq, random.pick(customers), random.time()]);
+    else await sql('DELETE FROM service_requests WHERE tenant_id = $1 AND seq = $2', [t, seq]);
   }
   await db.pool.query('DELETE FROM templates WHERE id = $1', [templates[1]!.id]);
   await db.pool.query('DELETE FROM asset_types WHERE id = $1', [types[1]!.id]);
@@ -210,6 +233,14 @@ describe('reporting rollups', () => {
                (SELECT count(*)::int FROM reports r JOIN assets a ON a.id = r.asset_id WHERE r.tenant_id = $1 AND ($2::text IS NULL OR a.customer_name = $2)
                   AND ($3::timestamptz IS NULL OR r.created_at >= $3) AND ($4::timestamptz IS NULL OR r.created_at < $4)
                   AND r.impact = 'out_of_service') AS out_of_service,
+               (SELECT count(*)::int FROM service_requests sr WHERE sr.tenant_id = $1 AND ($2::text IS NULL OR sr.customer_name = $2)
+                  AND ($3::timestamptz IS NULL OR sr.created_at >= $3) AND ($4::timestamptz IS NULL OR sr.created_at < $4)) AS requests,
+               (SELECT count(*)::int FROM service_requests sr WHERE sr.tenant_id = $1 AND ($2::text IS NULL OR sr.customer_name = $2)
+                  AND ($3::timestamptz IS NULL OR sr.created_at >= $3) AND ($4::timestamptz IS NULL OR sr.created_at < $4)
+                  AND sr.status = 'cancelled') AS cancelled,
+               (SELECT count(*)::int FROM service_requests sr WHERE sr.tenant_id = $1 AND ($2::text IS NULL OR sr.customer_name = $2)
+                  AND ($3::timestamptz IS NULL OR sr.created_at >= $3) AND ($4::timestamptz IS NULL OR sr.created_at < $4)
+                  AND sr.priority = 'urgent') AS urgent,
                (SELECT count(*)::int FROM assets a WHERE a.tenant_id = $1 AND ($2::text IS NULL OR a.customer_name = $2)) AS assets,
                (SELECT count(*)::int FROM assets a WHERE a.tenant_id = $1 AND ($2::text IS NULL OR a.customer_name = $2) AND a.lifecycle_status = 'active') AS active`,
             [tenant.tenantId, customer, from, to],
@@ -223,6 +254,9 @@ describe('reporting rollups', () => {
             completed_inspections: body.summary.completedInspections,
             reports: body.summary.reports,
             out_of_service: body.summary.outOfServiceReports,
+            requests: body.summary.serviceRequests,
+            cancelled: body.summary.cancelledServiceRequests,
+            urgent: body.summary.urgentServiceRequests,
             assets: body.summary.assets,
             active: body.summary.activeAssets,
           },
@@ -233,7 +267,9 @@ describe('reporting rollups', () => {
         expect([monthlyInspections, monthlyReports], label).toEqual([truth.inspections, truth.reports]);
         const statusTotal = body.breakdowns.inspectionStatus.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
         const typeTotal = body.breakdowns.assetType.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
-        expect([statusTotal, typeTotal], label).toEqual([truth.inspections, truth.assets]);
+        const requestTotal = body.breakdowns.serviceRequestStatus.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
+        const reasonTotal = body.breakdowns.serviceRequestCancellationReason.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
+        expect([statusTotal, typeTotal, requestTotal, reasonTotal], label).toEqual([truth.inspections, truth.assets, truth.requests, truth.cancelled]);
       }
     }
   });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import { splitRange, type PeriodSpan, type SplitRange, type Window } from './periods.ts';
@@ -26,6 +27,11 @@ class Params {
     this.values.push(value);
     return `$${this.values.length}::${cast}`;
   }
+}
+
+/** A stable name for a statement's text, so pg prepares it once per connection. */
+function statementName(tag: string, text: string): string {
+  return `${tag}_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
 }
 
 /** LIKE pattern matching `text` anywhere, case-insensitively, pattern characters taken literally. */
@@ -608,7 +614,7 @@ export function exportStatement(scope: ReportingScope, filters: RecordFilters, e
 export interface InspectionFact {
   month: string;
   status: string;
-  templateId: string | null;
+  templateName: string;
   rejected: boolean;
   count: number;
 }
@@ -618,6 +624,30 @@ export interface ReportFact {
   outcome: string;
   impact: string;
   count: number;
+}
+
+export interface AssetFacet {
+  facet: 'assetType' | 'location' | 'customer' | 'lifecycle';
+  label: string;
+  count: number;
+}
+
+export interface ServiceRequestFact {
+  status: string;
+  category: string;
+  priority: string;
+  cancelReason: string | null;
+  count: number;
+}
+
+export interface OverviewFacts {
+  inspections: InspectionFact[];
+  reports: ReportFact[];
+  assets: AssetFacet[];
+  serviceRequests: ServiceRequestFact[];
+  recentReports: ReportingRecentReport[];
+  /** First and last UTC month with an inspection or report in scope (YYYY-MM). */
+  activity: { first: string | null; last: string | null };
 }
 
 function rollupScope(params: Params, scope: ReportingScope): string {
@@ -651,178 +681,120 @@ function rollupPeriods(params: Params, split: SplitRange): string {
   return parts.length === 0 ? 'false' : `(${parts.join(' OR ')})`;
 }
 
-export async function inspectionFacts(db: Queryable, scope: ReportingScope, split: SplitRange): Promise<InspectionFact[]> {
+function timeBounds(params: Params, column: string, window: Window): string {
+  const parts: string[] = [];
+  if (window.from !== null) parts.push(`${column} >= ${params.add(window.from, 'timestamptz')}`);
+  if (window.to !== null) parts.push(`${column} < ${params.add(window.to, 'timestamptz')}`);
+  return parts.length === 0 ? 'true' : parts.join(' AND ');
+}
+
+/**
+ * Everything the overview counts, in one statement (one snapshot, one round trip):
+ * inspections, reports and service requests by month from the rollups (whole months and
+ * days) and the rows (partial days), the asset inventory by facet, the recent reports
+ * and, for open ranges, the first and last month with activity.
+ */
+export async function overviewFacts(
+  db: Queryable,
+  scope: ReportingScope,
+  range: { split: SplitRange; window: Window },
+  options: { recentReports: number; activity: boolean },
+): Promise<OverviewFacts> {
   const params = new Params();
   const tenant = params.add(scope.tenantId, 'uuid');
   const rollup = rollupScope(params, scope);
-  const periods = rollupPeriods(params, split);
-  const rowScope = scope.customerName === null ? '' : `AND i.customer_name = ${params.add(scope.customerName, 'text')}`;
-  const live = liveWindows(params, 'i.occurred_at', split.live);
-  const { rows } = await db.query(
-    `/* api:reportingInspectionFacts */
-     SELECT to_char(month, 'YYYY-MM') AS month, status, template_id, rejected, sum(n)::int AS count
-       FROM (
-         SELECT date_trunc('month', period::timestamp) AS month, status, template_id, rejected, sum(inspections) AS n
-           FROM reporting_inspection_rollup
-          WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
-          GROUP BY 1, 2, 3, 4
-         UNION ALL
-         SELECT date_trunc('month', i.occurred_at AT TIME ZONE 'UTC'), i.status, i.template_id,
-                i.status = 'rejected' OR i.report_outcome = 'rejected', count(*)
-           FROM inspections i WHERE i.tenant_id = ${tenant} ${rowScope} AND (${live})
-          GROUP BY 1, 2, 3, 4
-       ) facts
-      GROUP BY 1, 2, 3, 4
-     HAVING sum(n) <> 0`,
-    params.values,
-  );
-  return rows.map((row: Row) => ({
-    month: row.month as string,
-    status: row.status as string,
-    templateId: (row.template_id as string | null) ?? null,
-    rejected: row.rejected as boolean,
-    count: row.count as number,
-  }));
-}
-
-export async function reportFacts(db: Queryable, scope: ReportingScope, split: SplitRange): Promise<ReportFact[]> {
-  const params = new Params();
-  const tenant = params.add(scope.tenantId, 'uuid');
-  const rollup = rollupScope(params, scope);
-  const periods = rollupPeriods(params, split);
-  const rowScope = scope.customerName === null ? '' : `AND r.customer_name = ${params.add(scope.customerName, 'text')}`;
-  const live = liveWindows(params, 'r.created_at', split.live);
-  const { rows } = await db.query(
-    `/* api:reportingReportFacts */
-     SELECT to_char(month, 'YYYY-MM') AS month, outcome, impact, sum(n)::int AS count
-       FROM (
-         SELECT date_trunc('month', period::timestamp) AS month, outcome, impact, sum(reports) AS n
-           FROM reporting_report_rollup
-          WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
-          GROUP BY 1, 2, 3
-         UNION ALL
-         SELECT date_trunc('month', r.created_at AT TIME ZONE 'UTC'), r.outcome, r.impact, count(*)
-           FROM reports r WHERE r.tenant_id = ${tenant} ${rowScope} AND (${live})
-          GROUP BY 1, 2, 3
-       ) facts
-      GROUP BY 1, 2, 3
-     HAVING sum(n) <> 0`,
-    params.values,
-  );
-  return rows.map((row: Row) => ({
-    month: row.month as string,
-    outcome: row.outcome as string,
-    impact: row.impact as string,
-    count: row.count as number,
-  }));
-}
-
-export interface AssetFacet {
-  facet: 'assetType' | 'location' | 'customer' | 'lifecycle';
-  label: string;
-  count: number;
-}
-
-/** The asset inventory of the scope by facet; asset types by name ('' for none). */
-export async function assetFacets(db: Queryable, scope: ReportingScope): Promise<AssetFacet[]> {
-  const params = new Params();
-  const tenant = params.add(scope.tenantId, 'uuid');
-  const rollup = rollupScope(params, scope);
-  const { rows } = await db.query(
-    `/* api:reportingAssetFacets */
-     SELECT f.facet, CASE WHEN f.facet = 'assetType' THEN coalesce(t.name, '') ELSE f.label END AS label, sum(f.assets)::int AS count
-       FROM reporting_asset_facets f
-       LEFT JOIN asset_types t ON t.id = CASE WHEN f.facet = 'assetType' AND f.label <> '' THEN f.label::uuid END
-      WHERE f.tenant_id = ${tenant} AND f.${rollup}
-      GROUP BY 1, 2
-     HAVING sum(f.assets) <> 0`,
-    params.values,
-  );
-  return rows.map((row: Row) => ({ facet: row.facet as AssetFacet['facet'], label: row.label as string, count: row.count as number }));
-}
-
-export async function templateNames(db: Queryable, tenantId: string, ids: string[]): Promise<Map<string, string>> {
-  if (ids.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; name: string }>(
-    `/* api:reportingTemplateNames */ SELECT id, name FROM templates WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
-    [tenantId, ids],
-  );
-  return new Map(rows.map((row) => [row.id, row.name]));
-}
-
-export interface ServiceRequestFact {
-  status: string;
-  category: string;
-  priority: string;
-  cancelReason: string | null;
-  count: number;
-}
-
-export async function serviceRequestFacts(db: Queryable, scope: ReportingScope, window: Window): Promise<ServiceRequestFact[]> {
-  const { rows } = await db.query(
-    `/* api:reportingServiceRequestFacts */
-     SELECT status, category, priority, CASE WHEN status = 'cancelled' THEN coalesce(cancel_reason, '') END AS cancel_reason,
-            count(*)::int AS count
-       FROM service_requests
-      WHERE tenant_id = $1 AND ($2::text IS NULL OR customer_name = $2)
-        AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR created_at < $4)
-      GROUP BY 1, 2, 3, 4`,
-    [scope.tenantId, scope.customerName, window.from, window.to],
-  );
-  return rows.map((row: Row) => ({
-    status: row.status as string,
-    category: row.category as string,
-    priority: row.priority as string,
-    cancelReason: (row.cancel_reason as string | null) ?? null,
-    count: row.count as number,
-  }));
-}
-
-export async function recentReports(db: Queryable, scope: ReportingScope, window: Window, limit: number): Promise<ReportingRecentReport[]> {
-  const { rows } = await db.query(
-    `/* api:reportingRecentReports */
-     SELECT r.id, r.inspection_id, r.impact, r.outcome, r.rejection_reason, r.created_at,
-            a.name AS asset_name, a.customer_name, a.location, coalesce(t.name, '') AS template_name
-       FROM reports r
-       JOIN assets a ON a.id = r.asset_id
-       LEFT JOIN templates t ON t.id = r.template_id
-      WHERE r.tenant_id = $1 AND ($2::text IS NULL OR r.customer_name = $2)
-        AND ($3::timestamptz IS NULL OR r.created_at >= $3) AND ($4::timestamptz IS NULL OR r.created_at < $4)
-      ORDER BY r.created_at DESC, r.id
-      LIMIT $5`,
-    [scope.tenantId, scope.customerName, window.from, window.to, limit],
-  );
-  return rows.map((row: Row) => ({
-    reportId: row.id as string,
-    inspectionId: row.inspection_id as string,
-    assetName: row.asset_name as string,
-    customerName: row.customer_name as string,
-    location: row.location as string,
-    impact: row.impact as string,
-    outcome: row.outcome as string,
-    rejectionReason: row.rejection_reason as string,
-    templateName: row.template_name as string,
-    createdAt: iso(row.created_at as Date),
-  }));
-}
-
-/** First and last UTC month with an inspection or report in scope (for open ranges). */
-export async function activityMonths(db: Queryable, scope: ReportingScope): Promise<{ first: string | null; last: string | null }> {
-  const params = new Params();
-  const tenant = params.add(scope.tenantId, 'uuid');
-  const rollup = rollupScope(params, scope);
-  const edge = (table: string, counter: string, direction: 'ASC' | 'DESC') =>
+  const customer = scope.customerName === null ? null : params.add(scope.customerName, 'text');
+  const periods = rollupPeriods(params, range.split);
+  const inspectionsLive = liveWindows(params, 'i.occurred_at', range.split.live);
+  const reportsLive = liveWindows(params, 'r.created_at', range.split.live);
+  const requestsLive = liveWindows(params, 'sr.created_at', range.split.live);
+  const byCustomer = (column: string) => (customer === null ? '' : `AND ${column} = ${customer}`);
+  const activityEdge = (table: string, counter: string, direction: 'ASC' | 'DESC') =>
     `(SELECT period FROM ${table} WHERE tenant_id = ${tenant} AND ${rollup} AND grain = 'm' AND ${counter} > 0 ORDER BY period ${direction} LIMIT 1)`;
-  const { rows } = await db.query(
-    `/* api:reportingActivityMonths */
-     SELECT to_char(min(period), 'YYYY-MM') AS first, to_char(max(period), 'YYYY-MM') AS last FROM (
-       ${edge('reporting_inspection_rollup', 'inspections', 'ASC')}
-       UNION ALL ${edge('reporting_inspection_rollup', 'inspections', 'DESC')}
-       UNION ALL ${edge('reporting_report_rollup', 'reports', 'ASC')}
-       UNION ALL ${edge('reporting_report_rollup', 'reports', 'DESC')}
-     ) bounds`,
-    params.values,
-  );
-  const row = rows[0] as Row | undefined;
-  return { first: (row?.first as string | null) ?? null, last: (row?.last as string | null) ?? null };
+  const activity = options.activity
+    ? `(SELECT json_build_object('first', to_char(min(period), 'YYYY-MM'), 'last', to_char(max(period), 'YYYY-MM')) FROM (
+         ${activityEdge('reporting_inspection_rollup', 'inspections', 'ASC')}
+         UNION ALL ${activityEdge('reporting_inspection_rollup', 'inspections', 'DESC')}
+         UNION ALL ${activityEdge('reporting_report_rollup', 'reports', 'ASC')}
+         UNION ALL ${activityEdge('reporting_report_rollup', 'reports', 'DESC')}) edges)`
+    : `json_build_object('first', NULL, 'last', NULL)`;
+
+  const overviewText = `/* api:reportingOverview */
+     SELECT
+       (SELECT coalesce(json_agg(f), '[]') FROM (
+          SELECT to_char(facts.month, 'YYYY-MM') AS month, facts.status, coalesce(t.name, '') AS "templateName", facts.rejected,
+                 sum(facts.n)::int AS count
+            FROM (
+              SELECT date_trunc('month', period::timestamp) AS month, status, template_id, rejected, sum(inspections) AS n
+                FROM reporting_inspection_rollup WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+               GROUP BY 1, 2, 3, 4
+              UNION ALL
+              SELECT date_trunc('month', i.occurred_at AT TIME ZONE 'UTC'), i.status, i.template_id,
+                     i.status = 'rejected' OR i.report_outcome = 'rejected', count(*)
+                FROM inspections i WHERE i.tenant_id = ${tenant} ${byCustomer('i.customer_name')} AND (${inspectionsLive})
+               GROUP BY 1, 2, 3, 4
+            ) facts
+            LEFT JOIN templates t ON t.id = facts.template_id
+           GROUP BY 1, 2, 3, 4
+          HAVING sum(facts.n) <> 0) f) AS inspections,
+       (SELECT coalesce(json_agg(f), '[]') FROM (
+          SELECT to_char(month, 'YYYY-MM') AS month, outcome, impact, sum(n)::int AS count
+            FROM (
+              SELECT date_trunc('month', period::timestamp) AS month, outcome, impact, sum(reports) AS n
+                FROM reporting_report_rollup WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+               GROUP BY 1, 2, 3
+              UNION ALL
+              SELECT date_trunc('month', r.created_at AT TIME ZONE 'UTC'), r.outcome, r.impact, count(*)
+                FROM reports r WHERE r.tenant_id = ${tenant} ${byCustomer('r.customer_name')} AND (${reportsLive})
+               GROUP BY 1, 2, 3
+            ) facts
+           GROUP BY 1, 2, 3
+          HAVING sum(n) <> 0) f) AS reports,
+       (SELECT coalesce(json_agg(f), '[]') FROM (
+          SELECT a.facet, CASE WHEN a.facet = 'assetType' THEN coalesce(t.name, '') ELSE a.label END AS label, sum(a.assets)::int AS count
+            FROM reporting_asset_facets a
+            LEFT JOIN asset_types t ON t.id = CASE WHEN a.facet = 'assetType' AND a.label <> '' THEN a.label::uuid END
+           WHERE a.tenant_id = ${tenant} AND a.${rollup}
+           GROUP BY 1, 2
+          HAVING sum(a.assets) <> 0) f) AS assets,
+       (SELECT coalesce(json_agg(f), '[]') FROM (
+          SELECT status, category, priority, CASE WHEN status = 'cancelled' THEN cancel_reason END AS "cancelReason", sum(n)::int AS count
+            FROM (
+              SELECT status, category, priority, cancel_reason, sum(requests) AS n
+                FROM reporting_service_request_rollup WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+               GROUP BY 1, 2, 3, 4
+              UNION ALL
+              SELECT sr.status, sr.category, sr.priority, CASE WHEN sr.status = 'cancelled' THEN coalesce(sr.cancel_reason, '') ELSE '' END, count(*)
+                FROM service_requests sr WHERE sr.tenant_id = ${tenant} ${byCustomer('sr.customer_name')} AND (${requestsLive})
+               GROUP BY 1, 2, 3, 4
+            ) facts
+           GROUP BY 1, 2, 3, 4
+          HAVING sum(n) <> 0) f) AS service_requests,
+       (SELECT coalesce(json_agg(f ORDER BY f."createdAt" DESC, f."reportId"), '[]') FROM (
+          SELECT r.id AS "reportId", r.inspection_id AS "inspectionId", a.name AS "assetName", a.customer_name AS "customerName",
+                 a.location, r.impact, r.outcome, r.rejection_reason AS "rejectionReason", coalesce(t.name, '') AS "templateName",
+                 r.created_at AS "createdAt"
+            FROM reports r
+            JOIN assets a ON a.id = r.asset_id
+            LEFT JOIN templates t ON t.id = r.template_id
+           WHERE r.tenant_id = ${tenant} ${byCustomer('r.customer_name')} AND ${timeBounds(params, 'r.created_at', range.window)}
+           ORDER BY r.created_at DESC, r.id
+           LIMIT ${params.add(options.recentReports, 'integer')}) f) AS recent_reports,
+       ${activity} AS activity`;
+  const { rows } = await db.query({
+    // Prepared once per connection: planning this statement costs more than running it.
+    name: statementName('reportingOverview', overviewText),
+    text: overviewText,
+    values: params.values,
+  });
+  const row = rows[0] as Row;
+  const recent = row.recent_reports as Array<Omit<ReportingRecentReport, 'createdAt'> & { createdAt: string | null }>;
+  return {
+    inspections: row.inspections as InspectionFact[],
+    reports: row.reports as ReportFact[],
+    assets: row.assets as AssetFacet[],
+    serviceRequests: row.service_requests as ServiceRequestFact[],
+    recentReports: recent.map((report) => ({ ...report, createdAt: iso(report.createdAt) })),
+    activity: row.activity as OverviewFacts['activity'],
+  };
 }

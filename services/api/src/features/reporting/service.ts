@@ -162,16 +162,14 @@ export async function buildOverview(
   }
 
   const scope = resolved.scope;
-  const split = splitRange(range.from, range.to);
-  const [inspections, reports, assets, requests, recent, recentRequests, activity] = await Promise.all([
-    repository.inspectionFacts(db, scope, split),
-    repository.reportFacts(db, scope, split),
-    repository.assetFacets(db, scope),
-    repository.serviceRequestFacts(db, scope, window),
-    repository.recentReports(db, scope, window, RECENT_ITEMS),
+  const [facts, recentRequests] = await Promise.all([
+    repository.overviewFacts(db, scope, { split: splitRange(range.from, range.to), window }, {
+      recentReports: RECENT_ITEMS,
+      activity: range.from === null || range.to === null,
+    }),
     findRecentServiceRequests(db, scope, window, RECENT_ITEMS),
-    range.from === null || range.to === null ? repository.activityMonths(db, scope) : Promise.resolve({ first: null, last: null }),
   ]);
+  const { inspections, reports, assets, serviceRequests: requests, recentReports: recent, activity } = facts;
 
   const monthly = new Map<string, ReportingMonthlyMetric>();
   const monthRow = (month: string) => {
@@ -184,17 +182,12 @@ export async function buildOverview(
   };
   for (const month of monthsToList(window, activity)) monthRow(month);
 
-  const templates = await repository.templateNames(
-    db,
-    scope.tenantId,
-    [...new Set(inspections.map((fact) => fact.templateId).filter((id): id is string => id !== null))],
-  );
   for (const fact of inspections) {
     summary.inspections += fact.count;
     if (fact.status === 'completed') summary.completedInspections += fact.count;
     if (fact.rejected) summary.rejectedInspections += fact.count;
     bump(tallies.inspectionStatus, fact.status, fact.count);
-    bump(tallies.template, fact.templateId === null ? '' : (templates.get(fact.templateId) ?? ''), fact.count);
+    bump(tallies.template, fact.templateName, fact.count);
     monthRow(fact.month).inspections += fact.count;
   }
   for (const fact of reports) {
