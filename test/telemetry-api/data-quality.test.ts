@@ -209,6 +209,17 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     expect(before.summary.analyticsUpdatedAt).toBeNull();
   });
 
+  it('takes the error-rate and GPS thresholds from the configuration', async () => {
+    const lenient = await startTestApi(db.pool, db.url, { GANTRY_QUALITY_MAX_ERROR_PERCENT: '25', GANTRY_QUALITY_MIN_GPS_OK_PERCENT: '70' });
+    try {
+      const body = await json(await lenient.external('/telemetry/data-quality', fleet.tenantKey));
+      expect(entry(body, 'Erring').status).toBe('ok');
+      expect(entry(body, 'Poor GPS').status).toBe('ok');
+    } finally {
+      await lenient.close();
+    }
+  });
+
   it('says not_configured for a key without telemetry, and 400 for bad input', async () => {
     const other = await provisioning.createApiKey(provisioner(db.pool), fleet.tenantId, { name: 'nobody', customerName: 'Initech' });
     const empty = await get('/telemetry/data-quality', other.key);

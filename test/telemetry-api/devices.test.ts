@@ -110,6 +110,17 @@ describe('GET /telemetry/devices', () => {
     expect((await json(other)).code).toBe('not_found');
   });
 
+  it('takes the online and silent thresholds from the configuration', async () => {
+    const strict = await startTestApi(db.pool, db.url, { GANTRY_DEVICE_ONLINE_SECONDS: '60', GANTRY_DEVICE_SILENT_SECONDS: '600' });
+    try {
+      const body = await json(await strict.external('/telemetry/devices', fleet.tenantKey));
+      const status = Object.fromEntries(body.items.map((item: any) => [item.assetName, item.onlineStatus]));
+      expect(status).toMatchObject({ 'SC 01': 'silent', 'SC 02': 'offline', 'SC 03': 'offline', 'SC 04': 'unknown' });
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('answers 400 naming the parameter for bad input', async () => {
     for (const [query, parameter] of [
       ['?status=sleeping', 'status'],

@@ -71,6 +71,11 @@ export const environmentSchema = z.object({
   GANTRY_DERIVATION_IMU_ANOMALY_G: positiveNumber.default(2.5),
   GANTRY_DERIVATION_IDENTIFIER_TIMEOUT_SECONDS: positiveInt.default(1800),
   GANTRY_GEOFENCE_ALERT_MAX_AGE_SECONDS: positiveInt.default(900),
+  GANTRY_DEVICE_ONLINE_SECONDS: positiveInt.default(600),
+  GANTRY_DEVICE_SILENT_SECONDS: positiveInt.default(86400),
+  GANTRY_QUALITY_MAX_ERROR_PERCENT: positiveNumber.default(5),
+  GANTRY_QUALITY_MIN_GPS_OK_PERCENT: positiveNumber.default(80),
+  GANTRY_QUALITY_MIN_GPS_FIXES: positiveInt.default(10),
 
   GANTRY_WEBHOOK_MAX_ATTEMPTS: positiveInt.default(3),
   GANTRY_WEBHOOK_BACKOFF_SECONDS: secondsList.default([15, 60]),
@@ -156,6 +161,19 @@ export interface Config {
     identifierTimeoutSeconds: number;
     /** Geofence transitions older than this (device time vs now) change state but open no alert. */
     geofenceAlertMaxAgeSeconds: number;
+  };
+  /** Statuses the telemetry API derives (DESIGN §3). */
+  telemetryStatus: {
+    /** A device is online when its last message arrived at most this long ago… */
+    onlineSeconds: number;
+    /** …silent up to this long, offline beyond. */
+    silentSeconds: number;
+    /** Data quality `errors`: more than this share of messages rejected (percent). */
+    maxErrorRatePercent: number;
+    /** Data quality `poor_gps`: less than this share of valid fixes (percent)… */
+    minGpsOkPercent: number;
+    /** …judged from this many fixes on. */
+    minGpsFixes: number;
   };
   webhooks: {
     maxAttempts: number;
@@ -245,6 +263,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       imuAnomalyG: e.GANTRY_DERIVATION_IMU_ANOMALY_G,
       identifierTimeoutSeconds: e.GANTRY_DERIVATION_IDENTIFIER_TIMEOUT_SECONDS,
       geofenceAlertMaxAgeSeconds: e.GANTRY_GEOFENCE_ALERT_MAX_AGE_SECONDS,
+    },
+    telemetryStatus: {
+      onlineSeconds: e.GANTRY_DEVICE_ONLINE_SECONDS,
+      silentSeconds: e.GANTRY_DEVICE_SILENT_SECONDS,
+      maxErrorRatePercent: e.GANTRY_QUALITY_MAX_ERROR_PERCENT,
+      minGpsOkPercent: e.GANTRY_QUALITY_MIN_GPS_OK_PERCENT,
+      minGpsFixes: e.GANTRY_QUALITY_MIN_GPS_FIXES,
     },
     webhooks: {
       maxAttempts: e.GANTRY_WEBHOOK_MAX_ATTEMPTS,

@@ -47,7 +47,7 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
       handler: async (ctx, { params, auth }) => {
         const scope = scopeOf(requireApiKey(auth));
         const asset = await visibleAsset(deps.pool, scope, params.assetId);
-        ctx.body = { asset, state: await readAssetState(deps.pool, scope.tenantId, asset.id) };
+        ctx.body = { asset, state: await readAssetState(deps.pool, scope.tenantId, asset.id, deps.config.telemetryStatus) };
       },
     }),
     defineRoute({
@@ -87,7 +87,7 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
         const scope = scopeOf(requireApiKey(auth));
         const resolved = resolveRange(query, rangeRules.dataQuality);
         if (query.assetId) await visibleAsset(deps.pool, scope, query.assetId);
-        ctx.body = await readDataQuality(deps.pool, scope, resolved, query.assetId);
+        ctx.body = await readDataQuality(deps.pool, scope, resolved, query.assetId, deps.config.telemetryStatus);
       },
     }),
   ];

@@ -4,19 +4,16 @@ import type { ResolvedRange } from '../../http/query.ts';
 import { readMessageCounts, readReadingCounts, type MessageCountRow, type ReadingCountRow } from './counts.repository.ts';
 import type { dataQualityStatuses } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type Row, type TelemetryScope } from './sql.ts';
-import { onlineStatusSql } from './status.ts';
+import { onlineStatusSql, type StatusRules } from './status.ts';
 
 type DataQualityStatus = (typeof dataQualityStatuses)[number];
 
-/** Thresholds of DESIGN §3 ("data-quality status"). */
+/** Fixed parts of the report; the status thresholds come from the configuration (StatusRules). */
 export const dataQualityRules = {
-  /** errors: more than this share of messages rejected (percent). */
-  maxErrorRatePercent: 5,
-  /** poor_gps: less than this share of valid fixes (percent)… */
-  minGpsOkPercent: 80,
-  /** …judged only from this many fixes on. */
-  minGpsFixes: 10,
-  /** delayed: the median receive delay exceeds 5 minutes, i.e. more than half the messages arrived > 5 min late. */
+  /**
+   * delayed: the median receive delay exceeds 5 minutes, i.e. more than half the timed
+   * messages arrived over 5 minutes late (the 5 minutes are in the gold definition).
+   */
   delayedShare: 0.5,
   recentErrors: 20,
   payloadSampleChars: 200,
@@ -59,13 +56,13 @@ interface DeviceRow {
   lastImuAt: Date | null;
 }
 
-async function devicesInScope(db: Queryable, scope: TelemetryScope, assetId: string | undefined): Promise<{ devices: DeviceRow[]; totalAssets: number }> {
+async function devicesInScope(db: Queryable, scope: TelemetryScope, assetId: string | undefined, rules: StatusRules): Promise<{ devices: DeviceRow[]; totalAssets: number }> {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope)];
   if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);
   const { rows } = await db.query(
     `/* api:dataQualityDevices */
-     SELECT d.id, d.device_id AS "deviceId", d.enabled, ${onlineStatusSql} AS "onlineStatus", a.id AS "assetId", a.name,
+     SELECT d.id, d.device_id AS "deviceId", d.enabled, ${onlineStatusSql(rules)} AS "onlineStatus", a.id AS "assetId", a.name,
             a.identifier, a.display_code AS "displayCode", coalesce(t.name, '') AS "assetTypeName",
             s.last_seen_at AS "lastSeenAt", s.adc_ts AS "lastAdcinAt", s.position_ts AS "lastGpsAt",
             s.heartbeat_ts AS "lastHeartbeatAt", s.imu_ts AS "lastImuAt"
@@ -129,7 +126,7 @@ function sum<T>(rows: T[], pick: (row: T) => number): number {
   return rows.reduce((total, row) => total + pick(row), 0);
 }
 
-function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: ReadingCountRow[]) {
+function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: ReadingCountRow[], rules: StatusRules) {
   const messageCount = sum(messages, (row) => row.messageCount);
   const errorMessages = sum(messages, (row) => row.errorCount);
   const parsedMessages = sum(messages, (row) => row.parsedCount);
@@ -146,9 +143,9 @@ function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: 
   if (!device.enabled) notes.push('device is disabled: its messages are kept but not derived');
   if (device.lastSeenAt === null) notes.push('no message received yet');
   else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent') notes.push(`last message received ${iso(device.lastSeenAt)}`);
-  if (errorRate > dataQualityRules.maxErrorRatePercent) notes.push(`${errorRate} % of messages rejected (more than ${dataQualityRules.maxErrorRatePercent} %)`);
-  const poorGps = gpsOkPercent !== null && gpsEvents >= dataQualityRules.minGpsFixes && gpsOkPercent < dataQualityRules.minGpsOkPercent;
-  if (poorGps) notes.push(`${gpsOkPercent} % of ${gpsEvents} GPS fixes valid (less than ${dataQualityRules.minGpsOkPercent} %)`);
+  if (errorRate > rules.maxErrorRatePercent) notes.push(`${errorRate} % of messages rejected (more than ${rules.maxErrorRatePercent} %)`);
+  const poorGps = gpsOkPercent !== null && gpsEvents >= rules.minGpsFixes && gpsOkPercent < rules.minGpsOkPercent;
+  if (poorGps) notes.push(`${gpsOkPercent} % of ${gpsEvents} GPS fixes valid (less than ${rules.minGpsOkPercent} %)`);
   if (delayedShare > dataQualityRules.delayedShare) notes.push(`median receive delay above 5 minutes (${round(delayedShare * 100)} % of messages late)`);
   if (messageCount === 0 && device.lastSeenAt !== null) notes.push('no message in the range');
 
@@ -156,7 +153,7 @@ function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: 
   if (!device.enabled) status = 'disabled';
   else if (device.onlineStatus === 'offline' || device.onlineStatus === 'unknown') status = 'offline';
   else if (device.onlineStatus === 'silent') status = 'silent';
-  else if (errorRate > dataQualityRules.maxErrorRatePercent) status = 'errors';
+  else if (errorRate > rules.maxErrorRatePercent) status = 'errors';
   else if (poorGps) status = 'poor_gps';
   else if (delayedShare > dataQualityRules.delayedShare) status = 'delayed';
   else status = 'ok';
@@ -208,8 +205,8 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
  * asset), message types, the latest rejected messages and a summary. Counts come from
  * the hourly gold relations plus live edges; statuses use the live online status.
  */
-export async function readDataQuality(db: Queryable, scope: TelemetryScope, range: ResolvedRange, assetId: string | undefined) {
-  const { devices, totalAssets } = await devicesInScope(db, scope, assetId);
+export async function readDataQuality(db: Queryable, scope: TelemetryScope, range: ResolvedRange, assetId: string | undefined, rules: StatusRules) {
+  const { devices, totalAssets } = await devicesInScope(db, scope, assetId, rules);
   const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), from: range.from, to: range.to };
   const [messages, readings, errors] = await Promise.all([
     readMessageCounts(db, query),
@@ -218,7 +215,7 @@ export async function readDataQuality(db: Queryable, scope: TelemetryScope, rang
   ]);
   const messagesByDevice = groupBy(messages.rows, (row) => row.deviceId);
   const readingsByDevice = groupBy(readings.rows, (row) => row.deviceId);
-  const assessed = devices.map((device) => assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? []));
+  const assessed = devices.map((device) => assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? [], rules));
   const assets = assessed.map(({ onlineStatus: _onlineStatus, ...entry }) => entry);
 
   const messageTypes = [...groupBy(messages.rows, (row) => row.messageType).entries()]

@@ -1,7 +1,7 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import type { TelemetryDeviceBody } from './schemas.ts';
-import { adcStateSql, onlineStatusSql, workStateSql } from './status.ts';
+import { adcStateSql, onlineStatusSql, workStateSql, type StatusRules } from './status.ts';
 import {
   assetScopeCondition,
   likePattern,
@@ -20,7 +20,7 @@ export interface DeviceFilter {
   enabled?: boolean | undefined;
 }
 
-const deviceColumns: Column[] = [
+const deviceColumns = (rules: StatusRules): Column[] => [
   { name: 'id', sql: 'd.id', type: 'text' },
   { name: 'deviceId', sql: 'd.device_id', type: 'text' },
   { name: 'displayName', sql: 'd.display_name', type: 'text' },
@@ -30,7 +30,7 @@ const deviceColumns: Column[] = [
   { name: 'assetIdentifier', sql: 'a.identifier', type: 'text' },
   { name: 'assetDisplayCode', sql: 'a.display_code', type: 'text' },
   { name: 'enabled', sql: 'd.enabled', type: 'bool' },
-  { name: 'onlineStatus', sql: onlineStatusSql, type: 'text' },
+  { name: 'onlineStatus', sql: onlineStatusSql(rules), type: 'text' },
   { name: 'adcState', sql: adcStateSql, type: 'text' },
   { name: 'workState', sql: workStateSql, type: 'text' },
   { name: 'containerAttached', sql: 's.adc_on', type: 'bool' },
@@ -49,20 +49,20 @@ const deviceColumns: Column[] = [
  * Devices of the assets in scope. A device without an asset (its asset was deleted) has
  * nothing to tell an integrator and is left out; the admin API still lists it.
  */
-export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter): ListStatement {
+export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter, rules: StatusRules): ListStatement {
   const params = new SqlParams();
   // d.tenant_id lets the planner walk devices in device-id order; the asset condition applies the scope.
   const conditions = [`d.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, assetScopeCondition(params, scope)];
   if (filter.assetId) conditions.push(`a.id = ${params.add(filter.assetId, 'uuid')}`);
   if (filter.enabled !== undefined) conditions.push(`d.enabled = ${params.add(filter.enabled, 'boolean')}`);
-  if (filter.status) conditions.push(`(${onlineStatusSql}) = ${params.add(filter.status, 'text')}`);
+  if (filter.status) conditions.push(`(${onlineStatusSql(rules)}) = ${params.add(filter.status, 'text')}`);
   if (filter.q) {
     const pattern = params.add(likePattern(filter.q), 'text');
     conditions.push(`(lower(d.device_id) LIKE ${pattern} OR lower(d.display_name) LIKE ${pattern} OR a.search_text LIKE ${pattern})`);
   }
   return {
     tag: 'listTelemetryDevices',
-    columns: deviceColumns,
+    columns: deviceColumns(rules),
     body: `FROM devices d
 JOIN assets a ON a.id = d.asset_id
 LEFT JOIN device_state s ON s.device_id = d.id
@@ -99,8 +99,8 @@ export function toTelemetryDevice(row: Row): TelemetryDeviceBody {
   };
 }
 
-export async function listDevices(db: Queryable, scope: TelemetryScope, filter: DeviceFilter, limit: number, offset: number) {
-  const { text, values } = pageSql(deviceListStatement(scope, filter), limit, offset);
+export async function listDevices(db: Queryable, scope: TelemetryScope, filter: DeviceFilter, rules: StatusRules, limit: number, offset: number) {
+  const { text, values } = pageSql(deviceListStatement(scope, filter, rules), limit, offset);
   const { rows } = await db.query(text, values);
   return rows.map(toTelemetryDevice);
 }

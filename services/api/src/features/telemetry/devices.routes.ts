@@ -32,7 +32,7 @@ export function deviceRoutes(deps: AppDeps): RouteSpec[] {
         const { limit, offset, ...filter } = query;
         const scope = scopeOf(requireApiKey(auth));
         await assertAssetFilterVisible(deps.pool, scope, filter.assetId);
-        const items = await listDevices(deps.pool, scope, filter, limit, offset);
+        const items = await listDevices(deps.pool, scope, filter, deps.config.telemetryStatus, limit, offset);
         ctx.body = { items, paging: { limit, offset } };
       },
     }),

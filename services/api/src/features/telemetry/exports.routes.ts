@@ -19,6 +19,7 @@ import { serviceRequestMetricStatement } from './service-request-metrics.reposit
 import { identifierSessionStatement, usageSessionStatement } from './sessions.repository.ts';
 import { operatorFilterQuery, sessionFilterQuery } from './sessions.routes.ts';
 import { exportColumns, orderedSql, scopeOf, type ListStatement, type TelemetryScope } from './sql.ts';
+import type { StatusRules } from './status.ts';
 
 /** One exportable telemetry list: its filters and how they become one ordered statement. */
 interface TelemetryExport<Q extends z.ZodObject> {
@@ -40,14 +41,14 @@ function sessionsRange(query: { from?: string | undefined; to?: string | undefin
 }
 
 /** The list exports that need nothing beyond their repository statement. */
-export function listExports(): TelemetryExport<z.ZodObject>[] {
+export function listExports(rules: StatusRules): TelemetryExport<z.ZodObject>[] {
   return [
     defineExport({
       name: 'devices',
       operationName: 'TelemetryDevices',
       summary: 'Telemetry devices',
       query: deviceFilterQuery,
-      statement: (scope, query) => deviceListStatement(scope, query),
+      statement: (scope, query) => deviceListStatement(scope, query, rules),
     }),
     defineExport({
       name: 'usage-sessions',

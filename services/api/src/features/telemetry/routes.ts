@@ -15,6 +15,6 @@ export function telemetryRoutes(deps: AppDeps): RouteSpec[] {
     ...sessionRoutes(deps),
     ...geofenceRoutes(deps),
     ...metricRoutes(deps),
-    ...exportRoutes(deps, listExports()),
+    ...exportRoutes(deps, listExports(deps.config.telemetryStatus)),
   ];
 }

@@ -1,6 +1,6 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
-import { adcStateSql, onlineStatusSql, workStateSql } from './status.ts';
+import { adcStateSql, onlineStatusSql, workStateSql, type StatusRules } from './status.ts';
 import type { Row } from './sql.ts';
 
 /**
@@ -9,10 +9,10 @@ import type { Row } from './sql.ts';
  * under `devices`. Zone membership and active alerts come from derivation. (`s.*` comes
  * first so the device's text id wins over device_state's uuid column of the same name.)
  */
-export async function readAssetState(db: Queryable, tenantId: string, assetId: string): Promise<Record<string, unknown>> {
+export async function readAssetState(db: Queryable, tenantId: string, assetId: string, rules: StatusRules): Promise<Record<string, unknown>> {
   const devices = await db.query(
     `/* api:readAssetStateDevices */
-     SELECT s.*, d.device_id, d.display_name, d.enabled, ${onlineStatusSql} AS online_status, ${adcStateSql} AS adc_state,
+     SELECT s.*, d.device_id, d.display_name, d.enabled, ${onlineStatusSql(rules)} AS online_status, ${adcStateSql} AS adc_state,
             ${workStateSql} AS work_state, o.operator_name
        FROM devices d
        LEFT JOIN device_state s ON s.device_id = d.id

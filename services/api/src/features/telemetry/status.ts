@@ -1,22 +1,24 @@
+import type { Config } from '@gantry/config';
+
 // Derived statuses of DESIGN §3, as SQL so lists can filter and sort on them.
 
-/** A device is online when its last message arrived at most this long ago. */
-export const ONLINE_WITHIN_SECONDS = 10 * 60;
-/** … silent up to this long, offline beyond. */
-export const SILENT_WITHIN_SECONDS = 24 * 60 * 60;
+export type StatusRules = Config['telemetryStatus'];
 
 /**
  * Device online status from the device row `d` and its state row `s`: disabled, unknown
- * (never seen), online (≤ 10 min), silent (≤ 24 h) or offline. "Last message" is the
- * receive time, so a device uploading hours of buffered data counts as online.
+ * (never seen), online (≤ 10 min by default), silent (≤ 24 h) or offline. "Last message"
+ * is the receive time, so a device uploading hours of buffered data counts as online.
+ * The thresholds are validated integers from the configuration, never request input.
  */
-export const onlineStatusSql = `CASE
+export function onlineStatusSql(rules: StatusRules): string {
+  return `CASE
     WHEN NOT d.enabled THEN 'disabled'
     WHEN s.last_seen_at IS NULL THEN 'unknown'
-    WHEN s.last_seen_at >= now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}) THEN 'online'
-    WHEN s.last_seen_at >= now() - make_interval(secs => ${SILENT_WITHIN_SECONDS}) THEN 'silent'
+    WHEN s.last_seen_at >= now() - make_interval(secs => ${Number(rules.onlineSeconds)}) THEN 'online'
+    WHEN s.last_seen_at >= now() - make_interval(secs => ${Number(rules.silentSeconds)}) THEN 'silent'
     ELSE 'offline'
   END`;
+}
 
 /** Raw ADC input as the device reported it last. */
 export const adcStateSql = `CASE s.adc_on WHEN true THEN 'on' WHEN false THEN 'off' ELSE 'unknown' END`;
