@@ -92,7 +92,7 @@ describe.each(availableStorageModes())('capabilities, asset state and positions 
         geofenceAlertsEnabled: true,
         telemetryAssets: 3,
         totalAssets: 4,
-        messageTypesLast7d: { gps: 3, adcin: 1, heartbeat: 1 },
+        messageTypesLast7d: { gps: 3, adcin: 1, heartbeat: 1, hourmeter: 0, imu: 0, identifier: 0 },
         scope: { customerName: null, customerScoped: false },
       });
     });
@@ -106,7 +106,7 @@ describe.each(availableStorageModes())('capabilities, asset state and positions 
         containerWorkStateEnabled: false,
         telemetryAssets: 1,
         totalAssets: 1,
-        messageTypesLast7d: { gps: 1 },
+        messageTypesLast7d: { gps: 1, adcin: 0, heartbeat: 0, hourmeter: 0, imu: 0, identifier: 0 },
         scope: { customerName: 'Globex', customerScoped: true },
       });
     });

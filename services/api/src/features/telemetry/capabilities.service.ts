@@ -3,13 +3,14 @@ import { readReadingCounts } from './counts.repository.ts';
 import { assetScopeCondition, scopeBlock, SqlParams, type TelemetryScope } from './sql.ts';
 
 const WEEK_MS = 7 * 86_400_000;
+const READING_TYPES = ['gps', 'adcin', 'hourmeter', 'imu', 'identifier', 'heartbeat'];
 
 /**
  * What telemetry the key's assets have. A capability is enabled once a device of an
  * asset in scope has ever reported that kind of reading (the latest-state timestamps),
  * so a fleet out of coverage for a week keeps its capabilities; `messageTypesLast7d`
  * counts the valid readings per type of the last 7 days (a batch upload counts by the
- * types inside it). Geofence alerts need telemetry and at least one enabled geofence.
+ * types inside it; every type is listed). Geofence alerts need telemetry and at least one enabled geofence.
  */
 export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   const params = new SqlParams();
@@ -36,7 +37,8 @@ export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   const deviceIds = row.device_ids as string[];
   const now = Date.now();
   const counts = await readReadingCounts(db, { tenantId: scope.tenantId, deviceIds, from: new Date(now - WEEK_MS), to: new Date(now) });
-  const messageTypesLast7d: Record<string, number> = {};
+  // Every reading type is listed, 0 when none came, so clients see stable keys.
+  const messageTypesLast7d: Record<string, number> = Object.fromEntries(READING_TYPES.map((type) => [type, 0]));
   for (const count of counts.rows) messageTypesLast7d[count.type] = (messageTypesLast7d[count.type] ?? 0) + count.readingCount;
   const telemetryAssets = row.telemetry_assets as number;
   const telemetryEnabled = telemetryAssets > 0;
