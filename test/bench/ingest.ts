@@ -10,7 +10,8 @@
  * The machine may be shared: the load average and box CPU are printed with each figure.
  *
  * Env: GANTRY_BENCH_DATABASE_URL (default the test server), BENCH_MESSAGES (200000),
- * BENCH_DEVICES (300), BENCH_NAIVE_SECONDS (15), BENCH_STORAGE_MODE (auto).
+ * BENCH_DEVICES (300), BENCH_NAIVE_SECONDS (15), BENCH_STORAGE_MODE (auto),
+ * BENCH_PROFILE_DIR (CPU profile of the ingest process).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -62,8 +63,8 @@ interface Child {
   stop(): Promise<void>;
 }
 
-function startChild(script: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startChild(script: string, env: Record<string, string>, nodeOptions: string[] = []): Child {
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters: Array<() => void> = [];
   const collect = (chunk: Buffer) => {
@@ -183,7 +184,9 @@ async function main(): Promise<void> {
       GANTRY_INGEST_SHARED_GROUP: `bench-${run}`,
       GANTRY_INGEST_METRICS_PORT: String(await freePort()),
     };
-    const ingest = startChild('services/ingest/src/main.ts', ingestEnv);
+    // BENCH_PROFILE_DIR=/some/dir writes a CPU profile of the ingest process there.
+    const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+    const ingest = startChild('services/ingest/src/main.ts', ingestEnv, profile);
     children.push(ingest);
     for (let attempt = 0; ; attempt += 1) {
       const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then((response) => response.status, () => 0);
