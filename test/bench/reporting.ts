@@ -3,8 +3,9 @@
  * 1,000,000 reports, over real HTTP with concurrent clients.
  *
  * Seeds a dedicated database (gantry_bench_reporting) once with generate_series under
- * session_replication_role = replica (triggers off), then recomputes the reporting
- * rollups (reporting_rebuild) and the assets' derived fields in one pass, and ANALYZEs.
+ * session_replication_role = replica (triggers off), builds the big tables' indexes after
+ * the load, recomputes the reporting rollups (reporting_rebuild) and the assets' derived
+ * fields in one pass, and ANALYZEs. The API runs as its own process (main.ts).
  * Later runs reuse the seed (a marker in gantry_meta); --reseed rebuilds it, --drop
  * removes the database at the end.
  *
@@ -12,12 +13,13 @@
  * search p95 < 50 ms). Environment: GANTRY_BENCH_DATABASE_URL (server to use),
  * GANTRY_BENCH_CONCURRENCY (default 8), GANTRY_BENCH_REQUESTS (per scenario, default 200).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { provisioning, startApiServer } from '@gantry/api';
-import { loadConfig } from '@gantry/config';
+import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
-import { silentLogger } from '@gantry/logger';
 
 const SEED_VERSION = 'reporting-bench-v3';
 const DATABASE = 'gantry_bench_reporting';
@@ -292,6 +294,28 @@ async function runScenario(baseUrl: string, scenario: Scenario) {
   };
 }
 
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealth(url: string, api: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (api.exitCode !== null) throw new Error(`the API exited with ${api.exitCode}`);
+    const ok = await fetch(`${url}/healthz`).then((response) => response.ok, () => false);
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('the API did not become healthy');
+}
+
 /** A deterministic spread of values for request i. */
 function spread(index: number, modulo: number): number {
   return Math.abs((index * 2_654_435_761) % modulo);
@@ -306,17 +330,25 @@ async function main(): Promise<void> {
   ).rows[0];
   log(`data: ${counts?.assets} assets, ${counts?.inspections} inspections, ${counts?.reports} reports`);
 
-  const config = loadConfig({
-    GANTRY_DATABASE_URL: url,
-    GANTRY_LOG_LEVEL: 'silent',
-    GANTRY_DB_POOL_SIZE: '20',
-    GANTRY_RATE_LIMIT_PER_SECOND: '1000000',
-    GANTRY_RATE_LIMIT_BURST: '1000000',
+  // The API runs as its own process (services/api/src/main.ts), as deployed, so the load
+  // generator here does not share its event loop.
+  const port = await freePort();
+  const api = spawn(process.execPath, ['--import', 'tsx', 'services/api/src/main.ts'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: {
+      ...process.env,
+      GANTRY_DATABASE_URL: url,
+      GANTRY_HOST: '127.0.0.1',
+      GANTRY_PORT: String(port),
+      GANTRY_LOG_LEVEL: 'warn',
+      GANTRY_DB_POOL_SIZE: '20',
+      GANTRY_RATE_LIMIT_PER_SECOND: '1000000',
+      GANTRY_RATE_LIMIT_BURST: '1000000',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
   });
-  const server = await startApiServer(
-    { config, pool, logger: silentLogger(), outbox: createOutbox({ maxAttempts: 3 }), readiness: {} },
-    { host: '127.0.0.1', port: 0 },
-  );
+  const server = { url: `http://127.0.0.1:${port}` };
+  await waitForHealth(server.url, api);
 
   const yearTo = seeded.now.slice(0, 10);
   const yearFrom = new Date(Date.parse(seeded.now) - 365 * 86_400_000).toISOString().slice(0, 10);
@@ -362,7 +394,8 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`\n${lines.join('\n')}\n\nIndicative figures: the machine is shared; see docs/reporting.md for the conditions.\n`);
 
-  await server.close();
+  api.kill('SIGTERM');
+  await once(api, 'exit');
   await pool.end();
   if (args.has('--drop')) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
 }
