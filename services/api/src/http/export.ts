@@ -271,7 +271,10 @@ function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, re
     width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
     style: column.type === 'timestamp' ? { numFmt: 'yyyy-mm-dd hh:mm:ss.000' } : {},
   }));
-  const projection = plainProjection(request.columns);
+  // JSON as PostgreSQL writes it, so both formats carry the same text.
+  const projection = request.columns
+    .map((column) => `export_page.${pg.escapeIdentifier(column.name)}${column.type === 'json' ? `::text AS ${pg.escapeIdentifier(column.name)}` : ''}`)
+    .join(', ');
   const cursor = client.query(
     new Cursor(`/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`, request.query.values, { rowMode: 'array' }),
   );
