@@ -21,7 +21,7 @@ import pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
 
-const SEED_VERSION = 'reporting-bench-v3';
+const SEED_VERSION = 'reporting-bench-v4';
 const DATABASE = 'gantry_bench_reporting';
 const ASSETS = 100_000;
 const INSPECTIONS = 1_000_000;

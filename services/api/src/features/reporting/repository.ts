@@ -372,16 +372,15 @@ function daySkip(
     rowWhere.push(`x.${column} = ${bound}`);
   }
   const rollupFrom = `${options.rollup} WHERE ${rollupWhere.join(' AND ')}`;
-  const months = split.months === null ? 'false' : spanBounds(params, split.months);
-  const days = split.days.length === 0 ? 'false' : split.days.map((span) => spanBounds(params, span)).join(' OR ');
+  const ranges = rollupRanges(params, split).map(
+    (range) => `SELECT grain, period, ${options.counter} AS n FROM ${rollupFrom} AND ${range}`,
+  );
   const live = liveWindows(params, `x.${options.timeColumn}`, split.live);
   return {
     ctes: `spans AS (
-         SELECT grain, period AS lo, (period + interval '1 month')::date AS hi, sum(${options.counter})::bigint AS n
-           FROM ${rollupFrom} AND grain = 'm' AND ${months} GROUP BY period, grain
-         UNION ALL
-         SELECT grain, period, period + 1, sum(${options.counter})::bigint
-           FROM ${rollupFrom} AND grain = 'd' AND (${days}) GROUP BY period, grain
+         SELECT grain, period AS lo, CASE WHEN grain = 'm' THEN (period + interval '1 month')::date ELSE period + 1 END AS hi,
+                sum(n)::bigint AS n
+           FROM (${ranges.join('\n UNION ALL ')}) rollup GROUP BY grain, period
          UNION ALL
          SELECT 'd'::"char", (x.${options.timeColumn} AT TIME ZONE 'UTC')::date, (x.${options.timeColumn} AT TIME ZONE 'UTC')::date + 1, count(*)::bigint
            FROM ${options.rowTable} x WHERE ${rowWhere.join(' AND ')} AND (${live}) GROUP BY 2, 3
@@ -673,12 +672,21 @@ function spanBounds(params: Params, span: PeriodSpan): string {
   return `(${parts.join(' AND ') || 'true'})`;
 }
 
-/** Rollup rows of a split range: whole months from grain 'm', whole days from grain 'd'. */
-function rollupPeriods(params: Params, split: SplitRange): string {
-  const parts: string[] = [];
-  if (split.months !== null) parts.push(`(grain = 'm' AND ${spanBounds(params, split.months)})`);
-  if (split.days.length > 0) parts.push(`(grain = 'd' AND (${split.days.map((span) => spanBounds(params, span)).join(' OR ')}))`);
-  return parts.length === 0 ? 'false' : `(${parts.join(' OR ')})`;
+/**
+ * The rollup rows of a split range — whole months from grain 'm', whole days from grain
+ * 'd' — as one range condition per branch of a UNION ALL, so each is an index-only range
+ * scan of the rollup key.
+ */
+function rollupRanges(params: Params, split: SplitRange): string[] {
+  const ranges: string[] = [];
+  if (split.months !== null) ranges.push(`grain = 'm' AND ${spanBounds(params, split.months)}`);
+  for (const span of split.days) ranges.push(`grain = 'd' AND ${spanBounds(params, span)}`);
+  return ranges.length === 0 ? ['false'] : ranges;
+}
+
+/** `SELECT <columns> FROM <table> WHERE <base> AND <range>` for each range, glued with UNION ALL. */
+function rollupSelect(table: string, columns: string, base: string, ranges: string[]): string {
+  return ranges.map((range) => `SELECT ${columns} FROM ${table} WHERE ${base} AND ${range}`).join('\n UNION ALL ');
 }
 
 function timeBounds(params: Params, column: string, window: Window): string {
@@ -704,7 +712,8 @@ export async function overviewFacts(
   const tenant = params.add(scope.tenantId, 'uuid');
   const rollup = rollupScope(params, scope);
   const customer = scope.customerName === null ? null : params.add(scope.customerName, 'text');
-  const periods = rollupPeriods(params, range.split);
+  const base = `tenant_id = ${tenant} AND ${rollup}`;
+  const ranges = rollupRanges(params, range.split);
   const inspectionsLive = liveWindows(params, 'i.occurred_at', range.split.live);
   const reportsLive = liveWindows(params, 'r.created_at', range.split.live);
   const requestsLive = liveWindows(params, 'sr.created_at', range.split.live);
@@ -726,7 +735,7 @@ export async function overviewFacts(
                  sum(facts.n)::int AS count
             FROM (
               SELECT date_trunc('month', period::timestamp) AS month, status, template_id, rejected, sum(inspections) AS n
-                FROM reporting_inspection_rollup WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+                FROM (${rollupSelect('reporting_inspection_rollup', 'period, status, template_id, rejected, inspections', base, ranges)}) rollup
                GROUP BY 1, 2, 3, 4
               UNION ALL
               SELECT date_trunc('month', i.occurred_at AT TIME ZONE 'UTC'), i.status, i.template_id,
@@ -741,7 +750,7 @@ export async function overviewFacts(
           SELECT to_char(month, 'YYYY-MM') AS month, outcome, impact, sum(n)::int AS count
             FROM (
               SELECT date_trunc('month', period::timestamp) AS month, outcome, impact, sum(reports) AS n
-                FROM reporting_report_rollup WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+                FROM (${rollupSelect('reporting_report_rollup', 'period, outcome, impact, reports', base, ranges)}) rollup
                GROUP BY 1, 2, 3
               UNION ALL
               SELECT date_trunc('month', r.created_at AT TIME ZONE 'UTC'), r.outcome, r.impact, count(*)
@@ -761,7 +770,7 @@ export async function overviewFacts(
           SELECT status, category, priority, CASE WHEN status = 'cancelled' THEN cancel_reason END AS "cancelReason", sum(n)::int AS count
             FROM (
               SELECT status, category, priority, cancel_reason, sum(requests) AS n
-                FROM reporting_service_request_rollup WHERE tenant_id = ${tenant} AND ${rollup} AND ${periods}
+                FROM (${rollupSelect('reporting_service_request_rollup', 'status, category, priority, cancel_reason, requests', base, ranges)}) rollup
                GROUP BY 1, 2, 3, 4
               UNION ALL
               SELECT sr.status, sr.category, sr.priority, CASE WHEN sr.status = 'cancelled' THEN coalesce(sr.cancel_reason, '') ELSE '' END, count(*)
