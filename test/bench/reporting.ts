@@ -355,6 +355,8 @@ async function main(): Promise<void> {
   const year = `from=${yearFrom}&to=${yearTo}`;
   const pad = (value: number, width: number) => String(value).padStart(width, '0');
   const scenarios: Scenario[] = [
+    // Calibration: the cost of HTTP, the key check and the rate limiter alone on this machine now.
+    { name: 'floor: GET /me (no reporting work)', target: 50, key: seeded.tenantKey, path: () => '/me' },
     { name: 'overview, 1 year, tenant key', target: 100, key: seeded.tenantKey, path: () => `/reporting/overview?${year}` },
     {
       name: 'overview, 1 year, RFC 3339 edges',
