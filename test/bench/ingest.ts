@@ -11,7 +11,7 @@
  *
  * Env: GANTRY_BENCH_DATABASE_URL (default the test server), BENCH_MESSAGES (200000),
  * BENCH_DEVICES (300), BENCH_NAIVE_SECONDS (15), BENCH_STORAGE_MODE (auto),
- * BENCH_PROFILE_DIR (CPU profile of the ingest process).
+ * BENCH_PROFILE_DIR (CPU profile of the ingest process), BENCH_INGEST_NODE_FLAGS (e.g. heap sizes).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -186,7 +186,8 @@ async function main(): Promise<void> {
     };
     // BENCH_PROFILE_DIR=/some/dir writes a CPU profile of the ingest process there.
     const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-    const ingest = startChild('services/ingest/src/main.ts', ingestEnv, profile);
+    const nodeFlags = (process.env.BENCH_INGEST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+    const ingest = startChild('services/ingest/src/main.ts', ingestEnv, [...profile, ...nodeFlags]);
     children.push(ingest);
     for (let attempt = 0; ; attempt += 1) {
       const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then((response) => response.status, () => 0);
@@ -194,6 +195,7 @@ async function main(): Promise<void> {
       if (ingest.process.exitCode !== null || attempt > 600) throw new Error(`ingest did not start: ${ingest.lines.slice(-5).join('\n')}`);
       await sleep(100);
     }
+    const rssIdle = rssOf(ingest.process.pid!).rss;
     let rssMax = 0;
     const rssTimer = setInterval(() => {
       rssMax = Math.max(rssMax, rssOf(ingest.process.pid!).rss);
@@ -263,7 +265,7 @@ async function main(): Promise<void> {
       `2. Gantry end to end (bronze + silver committed)    ${fmt(e2eRate).padStart(10)} msg/s   = ${(e2eRate / relayRate).toFixed(2)} × relay; ${fmt(bronzeRows)} bronze rows   [${e2eLoad}]`,
       `3. naive baseline (one INSERT per message)          ${fmt(naiveRate).padStart(10)} msg/s   = Gantry is ${(e2eRate / naiveRate).toFixed(0)} × faster   [${naiveLoad}]`,
       `4. batch messages of 100 readings                   ${fmt(batchRate).padStart(10)} readings/s   (${fmt(batchMessages.length)} messages)   [${batchLoad}]`,
-      `5. ingest RSS                                       ${(rssMax / 1048576).toFixed(0).padStart(10)} MiB while running, peak ${(rss.peak / 1048576).toFixed(0)} MiB`,
+      `5. ingest RSS                                       ${(rssMax / 1048576).toFixed(0).padStart(10)} MiB at most while running (${(rssIdle / 1048576).toFixed(0)} MiB idle after start, peak ${(rss.peak / 1048576).toFixed(0)} MiB)`,
       '',
       `write methods (database only, 2,000-message batches): unnest ${fmt(methods.unnest!)} msg/s, COPY ${fmt(methods.copy!)} msg/s`,
       `targets: Gantry ≥ 0.8 × relay and ≥ 25,000 msg/s; batch ≥ 100,000 readings/s`,
