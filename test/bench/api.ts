@@ -243,9 +243,11 @@ async function prepare(): Promise<{ url: string; seed: Seed; storageMode: Storag
         .then((result) => result.rows[0]?.value)
         .catch(() => undefined);
       const mode = await pool.query<{ value: StorageMode }>(`SELECT value #>> '{}' AS value FROM gantry_meta WHERE key = 'storage_mode'`).catch(() => null);
-      if (marker?.version === SEED_VERSION && Date.now() - Date.parse(marker.anchor) < 12 * HOUR && mode?.rows[0]) {
+      const recorded = mode?.rows[0]?.value;
+      const sameMode = recorded !== undefined && (STORAGE_MODE === 'auto' || STORAGE_MODE === recorded);
+      if (marker?.version === SEED_VERSION && Date.now() - Date.parse(marker.anchor) < 12 * HOUR && sameMode) {
         log(`reusing the seed of ${marker.anchor} (--reseed to rebuild)`);
-        return { url, seed: marker, storageMode: mode.rows[0].value };
+        return { url, seed: marker, storageMode: recorded };
       }
     } finally {
       await pool.end();
