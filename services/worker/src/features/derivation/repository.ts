@@ -144,11 +144,11 @@ export async function loadReadings(
                       'event', json_agg(r.identifier_event))::text
                FROM (SELECT ts, type, asset_id, ignition, latitude, longitude, gps_valid, adc_on, hourmeter, peak_g, identifier, identifier_event
                        FROM telemetry_readings r
-                      WHERE r.device_id = w.device_id AND r.ts >= w.from_ts
+                      WHERE r.device_id = w.device_id AND r.ts >= w.from_ts AND r.ts >= $4::timestamptz
                       ORDER BY r.ts, r.type
                       LIMIT $3) r) AS columns
        FROM unnest($1::uuid[], $2::timestamptz[]) AS w(device_id, from_ts)`,
-    [wanted.map((w) => w.deviceId), wanted.map((w) => toTimestamp(w.from)), limit],
+    [wanted.map((w) => w.deviceId), wanted.map((w) => toTimestamp(w.from)), limit, toTimestamp(Math.min(...wanted.map((w) => w.from)))],
   );
   for (const row of rows) {
     if (row.columns === null) continue;
@@ -196,32 +196,34 @@ export interface ReplacedRange {
   end: number;
 }
 
-/** Deletes what each device produced from its replace point on; returns the segment ranges removed. */
+/**
+ * Deletes what each device produced from its replace point on; returns the segment
+ * ranges removed. The plain `device_id = ANY` and the earliest start let the planner use
+ * the (device_id, start_ts) indexes and skip old TimescaleDB chunks.
+ */
 export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]): Promise<ReplacedRange[]> {
   const ids = outputs.map((o) => o.deviceId);
+  const statement = (table: string, kind: keyof DeviceOutput['replaceFrom'], returning: string) => {
+    const froms = outputs.map((o) => o.replaceFrom[kind]);
+    return {
+      text: `DELETE FROM ${table} s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+              WHERE s.device_id = ANY ($1::uuid[]) AND s.start_ts >= $3::timestamptz
+                AND s.device_id = d.device_id AND s.start_ts >= d.from_ts ${returning}`,
+      values: [ids, froms.map(toTimestamp), toTimestamp(Math.min(...froms))],
+    };
+  };
+  const segments = statement('telemetry_segments', 'segments', 'RETURNING s.tenant_id, s.asset_id, s.start_ts');
   const removed = await client.query<{ tenant_id: string; asset_id: string; first: Date; last: Date }>(
     `/* worker:deleteSegments */
-     WITH gone AS (
-       DELETE FROM telemetry_segments s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
-        WHERE s.device_id = d.device_id AND s.start_ts >= d.from_ts
-       RETURNING s.tenant_id, s.asset_id, s.start_ts
-     )
+     WITH gone AS (${segments.text})
      SELECT tenant_id, asset_id, min(start_ts) AS first, max(start_ts) AS last FROM gone
       WHERE asset_id IS NOT NULL GROUP BY tenant_id, asset_id`,
-    [ids, outputs.map((o) => toTimestamp(o.replaceFrom.segments))],
+    segments.values,
   );
-  await client.query(
-    `/* worker:deleteUsageSessions */
-     DELETE FROM usage_sessions s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
-      WHERE s.device_id = d.device_id AND s.start_ts >= d.from_ts`,
-    [ids, outputs.map((o) => toTimestamp(o.replaceFrom.usageSessions))],
-  );
-  await client.query(
-    `/* worker:deleteIdentifierSessions */
-     DELETE FROM identifier_sessions s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
-      WHERE s.device_id = d.device_id AND s.start_ts >= d.from_ts`,
-    [ids, outputs.map((o) => toTimestamp(o.replaceFrom.identifierSessions))],
-  );
+  const usage = statement('usage_sessions', 'usageSessions', '');
+  await client.query(`/* worker:deleteUsageSessions */ ${usage.text}`, usage.values);
+  const ident = statement('identifier_sessions', 'identifierSessions', '');
+  await client.query(`/* worker:deleteIdentifierSessions */ ${ident.text}`, ident.values);
   return removed.rows.map((row) => ({ tenantId: row.tenant_id, assetId: row.asset_id, start: row.first.getTime(), end: row.last.getTime() }));
 }
 
@@ -373,8 +375,12 @@ export async function saveDerivationState(client: PoolClient, outputs: DeviceOut
   await client.query(
     `/* worker:deleteStaleCheckpoints */
      DELETE FROM derivation_checkpoints c USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, after)
-      WHERE c.device_id = d.device_id AND c.at > d.after`,
-    [outputs.map((o) => o.deviceId), outputs.map((o) => toTimestamp(o.checkpointsFrom))],
+      WHERE c.device_id = ANY ($1::uuid[]) AND c.at > $3::timestamptz AND c.device_id = d.device_id AND c.at > d.after`,
+    [
+      outputs.map((o) => o.deviceId),
+      outputs.map((o) => toTimestamp(o.checkpointsFrom)),
+      toTimestamp(Math.min(...outputs.map((o) => o.checkpointsFrom))),
+    ],
   );
   const checkpoints = outputs.flatMap((o) => o.checkpoints.map((carry) => ({ deviceId: o.deviceId, carry })));
   if (checkpoints.length > 0) {

@@ -107,14 +107,13 @@ export async function deriveDirtyDevices(deps: DerivationDeps, now: () => number
       readingCount += list.length;
       let result: DeriveResult;
       try {
-        const lastTs = list[list.length - 1]?.ts ?? null;
         result = derive({
           deviceId: device.deviceId,
           carry: start.carry,
           readings: list,
           geofences: zones.filter((zone) => zone.tenantId === device.tenantId),
           now: at,
-          carryAt: lastTs === null ? Infinity : lastTs - deps.config.derivation.carryLagSeconds * 1000,
+          carryAt: carryPoint(list, deps.config.derivation.carryLagSeconds * 1000),
           options,
         });
       } catch (error) {
@@ -176,6 +175,20 @@ export async function deriveDirtyDevices(deps: DerivationDeps, now: () => number
     if (run.lagSeconds !== null) derivationMetrics.newestLagSeconds.set(run.lagSeconds);
   }
   return run;
+}
+
+/** Readings a run re-reads at most: a chatty device's lag window would otherwise be large. */
+const MAX_REREAD = 64;
+
+/**
+ * Where the stored carry stands: the lag window before the newest reading, but never
+ * more than MAX_REREAD readings back, so each run re-reads little whatever the rate.
+ */
+function carryPoint(readings: Reading[], lagMs: number): number {
+  const last = readings[readings.length - 1];
+  if (!last) return Infinity;
+  const byCount = readings[Math.max(0, readings.length - MAX_REREAD)]!.ts;
+  return Math.max(last.ts - lagMs, byCount);
 }
 
 /** Buckets of the silver-based relations touched by the device's new readings. */
