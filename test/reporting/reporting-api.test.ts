@@ -324,7 +324,7 @@ describe('GET /reporting/assets and the deprecated /assets', () => {
   it('serves /assets as a deprecated alias with Deprecation and a Link to its successor', async () => {
     const response = await api.external('/assets?q=sc-0', fx.tenantKey);
     expect(response.status).toBe(200);
-    expect(response.headers.get('deprecation')).toBe('true');
+    expect(response.headers.get('deprecation')).toMatch(/^@\d+$/); // RFC 9745: deprecated since a date
     expect(response.headers.get('link')).toBe('</api/external/v1/reporting/assets>; rel="successor-version"');
     expect(await json(response)).toEqual(await get('/reporting/assets?q=sc-0', fx.tenantKey));
     expect((await api.external('/reporting/assets', fx.tenantKey)).headers.has('deprecation')).toBe(false);

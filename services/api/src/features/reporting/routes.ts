@@ -53,6 +53,7 @@ export function reportingRoutes(deps: AppDeps): RouteSpec[] {
       tags,
       auth: 'apiKey',
       deprecated,
+      ...(deprecated ? { successor: '/reporting/assets' } : {}),
       request: { query: AssetListQuery },
       responses: {
         200: {
@@ -61,7 +62,7 @@ export function reportingRoutes(deps: AppDeps): RouteSpec[] {
           ...(deprecated
             ? {
                 headers: {
-                  Deprecation: { description: 'true: this operation is deprecated', schema: { type: 'string' } },
+                  Deprecation: { description: 'RFC 9745: deprecated since the date given as @epoch-seconds', schema: { type: 'string' } },
                   Link: { description: `<${SUCCESSOR}>; rel="successor-version"`, schema: { type: 'string' } },
                 },
               }
@@ -72,10 +73,6 @@ export function reportingRoutes(deps: AppDeps): RouteSpec[] {
       handler: async (ctx, { query, auth }) => {
         const key = requireApiKey(auth);
         const resolved = resolveScope(key, query.customerName);
-        if (deprecated) {
-          ctx.set('Deprecation', 'true');
-          ctx.set('Link', `<${SUCCESSOR}>; rel="successor-version"`);
-        }
         const items = resolved.empty
           ? []
           : await repository.listAssets(db, resolved.scope, {
