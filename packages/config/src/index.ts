@@ -60,6 +60,7 @@ export const environmentSchema = z.object({
   GANTRY_READING_RETENTION_DAYS: positiveInt.default(400),
 
   GANTRY_WORKER_POLL_MS: positiveInt.default(500),
+  GANTRY_WORKER_METRICS_PORT: port.default(9465),
   GANTRY_WORKER_DEVICE_BATCH: positiveInt.default(50),
   GANTRY_GOLD_REFRESH_MS: positiveInt.default(5000),
   GANTRY_DERIVATION_MAX_READINGS: positiveInt.default(100000),
@@ -147,7 +148,7 @@ export interface Config {
     metricsPort: number;
   };
   retention: { bronzeDays: number; readingDays: number };
-  worker: { pollMs: number; deviceBatch: number; goldRefreshMs: number };
+  worker: { pollMs: number; metricsPort: number; deviceBatch: number; goldRefreshMs: number };
   derivation: {
     /** Readings per run across the claimed devices (a backlog is derived in slices). */
     maxReadings: number;
@@ -250,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retention: { bronzeDays: e.GANTRY_BRONZE_RETENTION_DAYS, readingDays: e.GANTRY_READING_RETENTION_DAYS },
     worker: {
       pollMs: e.GANTRY_WORKER_POLL_MS,
+      metricsPort: e.GANTRY_WORKER_METRICS_PORT,
       deviceBatch: e.GANTRY_WORKER_DEVICE_BATCH,
       goldRefreshMs: e.GANTRY_GOLD_REFRESH_MS,
     },

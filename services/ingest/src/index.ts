@@ -1,6 +1,5 @@
 export { startIngest, ingestClientId, type IngestDeps, type RunningIngest } from './ingest.ts';
 export { replayBronze, type ReplayOptions, type ReplaySummary } from './replay.ts';
-export { startMetricsServer, type MetricsServer } from './http.ts';
 export { parseMessage, type ParsedMessage, type RawMessage } from './pipeline/steps.ts';
 export type { RejectionReason } from './pipeline/result.ts';
 export { DEVICE_ID_PATTERN } from '@gantry/contracts';

