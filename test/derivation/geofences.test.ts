@@ -30,7 +30,7 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
   const east = (metres: number) => destination(YARD, metres, 90);
 
   beforeAll(async () => {
-    fixture = await createDerivationFixture('geofence', mode, 2);
+    fixture = await createDerivationFixture('geofence', mode, 3);
     const deps = { pool: fixture.pool, outbox: createOutbox({ maxAttempts: 3 }) };
     // Two blocks in one MultiPolygon; the drive east crosses the second, 300 m out.
     const forbidden = await provisioning.createGeofence(deps, fixture.tenantId, {
@@ -115,5 +115,35 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
     expect(await events()).toEqual(before);
     const memberships = await fixture.pool.query(`SELECT geofence_id, inside FROM geofence_memberships WHERE asset_id = $1`, [device.assetId]);
     expect(Object.fromEntries(memberships.rows.map((m) => [m.geofence_id, m.inside]))).toEqual({ [forbiddenId]: true, [allowedId]: true });
+  });
+
+  it('late data that reaches an entry earlier than first seen moves the membership back to the true entry', async () => {
+    const device = fixture.devices[2]!;
+    const start = Date.now() - 3 * 60 * MINUTE;
+    const script = new MachineScript({ deviceId: device.deviceId, start, position: YARD, gpsEveryS: 5 });
+    script.ignitionOn().drive(east(320), 15).idle(60).ignitionOff();
+    const messages = script.messages();
+    // The crane lane spans 260–340 m east. The readings from 300 m on arrive first (a
+    // store-and-forward upload overtaking the live stream), the earlier ones after them.
+    const speed = 15 / 3.6;
+    const firstFix = Math.min(...messages.filter((message) => message.type === 'gps').map((message) => message.ts));
+    const cut = firstFix + (300 / speed) * 1000;
+    const membership = async () =>
+      (await fixture.pool.query(`SELECT inside, changed_at FROM geofence_memberships WHERE asset_id = $1 AND geofence_id = $2`, [device.assetId, forbiddenId]))
+        .rows[0];
+    await storeReadings(fixture, messages.filter((message) => message.ts >= cut));
+    await deriveAll(fixture);
+    const firstSeen = await membership();
+    expect(firstSeen.inside).toBe(true);
+    expect((firstSeen.changed_at as Date).getTime()).toBeGreaterThanOrEqual(cut);
+
+    await storeReadings(fixture, messages.filter((message) => message.ts < cut));
+    await deriveAll(fixture);
+    const corrected = await membership();
+    expect(corrected.inside).toBe(true);
+    const entered = (corrected.changed_at as Date).getTime() - firstFix;
+    expect(entered).toBeGreaterThanOrEqual((260 / speed) * 1000);
+    expect(entered).toBeLessThan(((260 + 21) / speed) * 1000);
+    expect(await alerts(device.assetId)).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { loadConfig, type Config } from '@gantry/config';
-import { createOutbox, type Pool, type StorageMode } from '@gantry/db';
+import { createOutbox, markDirtySql, type Pool, type StorageMode } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { provisioning } from '@gantry/api';
 import type { SimulatedMessage } from '@gantry/simulator';
@@ -122,13 +122,11 @@ export async function storeReadings(fixture: DerivationFixture, messages: Simula
        SELECT device_id, min(ts) AS first, count(*)::int AS count FROM ins GROUP BY device_id`,
       [...Array.from({ length: 18 }, (_, i) => column(i)), receivedAt],
     );
-    for (const row of inserted.rows) {
-      await client.query(
-        `INSERT INTO derivation_queue AS q (device_id, tenant_id, dirty_from) VALUES ($1, $2, $3)
-         ON CONFLICT (device_id) DO UPDATE SET dirty_from = least(q.dirty_from, EXCLUDED.dirty_from), marked_at = now()`,
-        [row.device_id, fixture.tenantId, row.first],
-      );
-    }
+    await client.query(markDirtySql, [
+      inserted.rows.map((row) => row.device_id),
+      inserted.rows.map(() => fixture.tenantId),
+      inserted.rows.map((row) => row.first),
+    ]);
     await client.query('COMMIT');
     return inserted.rows.reduce((sum, row) => sum + row.count, 0);
   } catch (error) {
@@ -141,11 +139,7 @@ export async function storeReadings(fixture: DerivationFixture, messages: Simula
 
 /** Marks a device dirty from a time, as ingest does for a duplicate it dropped anyway. */
 export async function markDirty(fixture: DerivationFixture, device: FixtureDevice, from: number): Promise<void> {
-  await fixture.pool.query(
-    `INSERT INTO derivation_queue AS q (device_id, tenant_id, dirty_from) VALUES ($1, $2, $3)
-     ON CONFLICT (device_id) DO UPDATE SET dirty_from = least(q.dirty_from, EXCLUDED.dirty_from), marked_at = now()`,
-    [device.id, fixture.tenantId, new Date(from)],
-  );
+  await fixture.pool.query(markDirtySql, [[device.id], [fixture.tenantId], [new Date(from)]]);
 }
 
 /** Runs derivation until no device is dirty; returns the runs' device count. */

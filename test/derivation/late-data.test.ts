@@ -131,8 +131,13 @@ describe.each(availableStorageModes())('silence and operators (%s)', (mode) => {
       ['ignition_on', 'ignition_off'],
     ]);
     expect((usageSessions[0]!.end_ts as Date).getTime()).toBe(truth.gaps[0]!.start);
-    // The first reading after the silence comes one GPS interval (5 s) after it ends.
-    expect((usageSessions[1]!.start_ts as Date).getTime()).toBe(truth.gaps[0]!.end + 5000);
+    // The device reports as it comes back (the script's truth opens the new session there).
+    expect(truth.usageSessions.map((s) => [s.start, s.end])).toEqual([
+      [start, truth.gaps[0]!.start],
+      [truth.gaps[0]!.end, truth.end],
+    ]);
+    expect((usageSessions[1]!.start_ts as Date).getTime()).toBe(truth.gaps[0]!.end);
+    expect((usageSessions[1]!.end_ts as Date).getTime()).toBe(truth.usageSessions[1]!.end);
     await refreshAll(fixture);
     const gold = await readUtilization(fixture.pool, {
       tenantId: fixture.tenantId,
@@ -196,7 +201,8 @@ describe.each(availableStorageModes())('silence and operators (%s)', (mode) => {
     expect(fromStart.map((s) => [s.identifier, s.end_reason, ((s.end_ts as Date).getTime() - (s.start_ts as Date).getTime()) / 1000])).toEqual([
       ['A', 'identifier_change', 300],
       ['B', 'logout', 200],
-      ['C', 'ignition_off', 100],
+      // The switch-off comes a second after the idle's last fix (MachineScript#clearInstant).
+      ['C', 'ignition_off', 101],
       ['D', 'timeout', 120],
     ]);
   });

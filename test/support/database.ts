@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { createPool, type Pool, type StorageMode } from '@gantry/db';
-import { serverUrl, withDatabase } from './database-url.ts';
+import { onServer, serverUrl, withDatabase } from './database-url.ts';
 
 export interface TestDatabase {
   name: string;
@@ -19,16 +18,6 @@ export function availableStorageModes(): StorageMode[] {
   return (['postgres', 'timescaledb'] as const).filter((mode) => templates[mode] !== undefined);
 }
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl() });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 function assertTestName(name: string): void {
   if (!/test/.test(name) || !/^[a-z0-9_]+$/.test(name)) throw new Error(`refusing to touch database "${name}": not a test database`);
 }
@@ -43,7 +32,7 @@ export async function createTestDatabase(label: string, mode: StorageMode = 'pos
   // test files or other runs on this server); wait for it to finish and try again.
   for (let attempt = 1; ; attempt += 1) {
     try {
-      await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+      await onServer((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
       break;
     } catch (error) {
       if ((error as { code?: string }).code !== '55006' || attempt >= 100) throw error;
@@ -60,7 +49,7 @@ export async function createTestDatabase(label: string, mode: StorageMode = 'pos
     async drop() {
       assertTestName(name);
       await pool.end().catch(() => undefined);
-      await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
 }

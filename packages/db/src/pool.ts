@@ -29,6 +29,15 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
   pool.on('error', (error) =>
     options.logger?.warn({ error: error.message, code: (error as { code?: string }).code }, 'idle database connection failed'),
   );
+  // Nor a checked-out one between two queries (the database shut down under a running
+  // transaction, as Ctrl-C does to the embedded server): pg emits 'error' on the client,
+  // which crashes the process when nobody listens; the next query on it fails instead,
+  // and that failure takes the usual path (rollback, retry with backoff).
+  pool.on('connect', (client) =>
+    client.on('error', (error) =>
+      options.logger?.warn({ error: error.message, code: (error as { code?: string }).code }, 'database connection failed'),
+    ),
+  );
   return pool;
 }
 
@@ -36,15 +45,22 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    return await inTransaction(client, fn);
+  } finally {
+    client.release();
+  }
+}
+
+/** Runs fn inside BEGIN/COMMIT on a client the caller holds; rolls back and rethrows on error. */
+export async function inTransaction<T>(client: pg.PoolClient, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
-  } finally {
-    client.release();
   }
 }
 

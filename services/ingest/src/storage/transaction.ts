@@ -2,8 +2,8 @@ import { isConnectionError, type Pool, type PoolClient } from '@gantry/db';
 
 /**
  * One round trip opens the transaction and bounds every statement in it: a batch that
- * waits on a lock (a worker holding a derivation_queue row) or a silent network fails
- * and is retried instead of stalling ingest forever.
+ * waits on a lock (another writer's device_state rows, a worker settling its queue rows)
+ * or a silent network fails and is retried instead of stalling ingest forever.
  */
 export async function inTransaction<T>(pool: Pool, statementTimeoutMs: number, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

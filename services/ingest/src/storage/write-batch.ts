@@ -1,5 +1,5 @@
 import { from as copyFrom } from 'pg-copy-streams';
-import type { PoolClient } from '@gantry/db';
+import { markDirtySql, type PoolClient } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
@@ -52,11 +52,6 @@ INSERT INTO device_state AS s (${stateColumns.map((column) => column.name).join(
 SELECT * FROM ${unnestCall(stateColumns)}
 ON CONFLICT (device_id) DO UPDATE SET
     ${stateAssignments()}`;
-
-const queueUpsertSql = `/* ingest:markDirty */
-INSERT INTO derivation_queue AS q (device_id, tenant_id, dirty_from)
-SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[])
-ON CONFLICT (device_id) DO UPDATE SET dirty_from = least(q.dirty_from, excluded.dirty_from), marked_at = now()`;
 
 const silverNames = silverColumns.map((column) => column.name).join(', ');
 const bronzeNames = bronzeColumns.map((column) => column.name).join(', ');
@@ -301,7 +296,7 @@ export async function writeBatch(client: PoolClient, messages: ParsedMessage[], 
   }
   if (dirtyFrom.size > 0) {
     const entries = [...dirtyFrom.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
-    await client.query(queueUpsertSql, [entries.map(([id]) => id), entries.map(([, v]) => v.tenantId), entries.map(([, v]) => new Date(v.ts))]);
+    await client.query(markDirtySql, [entries.map(([id]) => id), entries.map(([, v]) => v.tenantId), entries.map(([, v]) => new Date(v.ts))]);
   }
   return { outcomes, storedReadings };
 }

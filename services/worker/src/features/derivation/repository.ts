@@ -17,19 +17,29 @@ export interface ClaimedDevice {
   dirtyFrom: number;
 }
 
+/** The first key of the two-key session advisory locks that claim devices for derivation. */
+const CLAIM_LOCK_SPACE = 0x6744; // "gD"
+
 /**
- * Takes up to `limit` dirty devices for this transaction. Rows locked by another
- * worker (or by an ingest batch marking them right now) are skipped, so each device is
- * derived by one worker at a time and in order.
+ * Claims up to `limit` dirty devices, oldest mark first, for the session of `client`:
+ * a session advisory lock per device (held across the derivation transaction and given
+ * back by releaseClaims after it), so each device is derived by one worker at a time and
+ * in order — while the queue rows themselves stay unlocked and ingest can keep marking
+ * them. The claim resets new_from, which then collects the marks that arrive meanwhile.
+ * Runs outside a transaction (its row locks last one statement).
  */
 export async function claimDirtyDevices(client: PoolClient, limit: number): Promise<ClaimedDevice[]> {
   const { rows } = await client.query<{ device_id: string; tenant_id: string; dirty_from: Date | number }>(
     `/* worker:claimDirtyDevices */
-     SELECT device_id, tenant_id, dirty_from FROM derivation_queue
-      ORDER BY marked_at
-      LIMIT $1
-      FOR UPDATE SKIP LOCKED`,
-    [limit],
+     WITH candidates AS MATERIALIZED (
+       SELECT device_id FROM derivation_queue ORDER BY marked_at LIMIT $2
+     ), claimed AS MATERIALIZED (
+       SELECT device_id FROM candidates WHERE pg_try_advisory_lock($1::int, hashtext(device_id::text)) LIMIT $3
+     )
+     UPDATE derivation_queue q SET new_from = 'infinity'
+       FROM claimed WHERE q.device_id = claimed.device_id
+     RETURNING q.device_id, q.tenant_id, q.dirty_from`,
+    [CLAIM_LOCK_SPACE, limit * 4, limit],
   );
   return rows.map((row) => ({
     deviceId: row.device_id,
@@ -409,20 +419,40 @@ export async function saveDerivationState(client: PoolClient, outputs: DeviceOut
       outputs.map((o) => (o.recheckAt === null ? null : toTimestamp(o.recheckAt))),
     ],
   );
+}
+
+/**
+ * The queue after a derivation, as the last statements of its transaction (their row
+ * locks are held until the commit, so ingest waits at most that long): a device derived
+ * to its end leaves the queue unless marked since the claim — then what was marked meanwhile
+ * (new_from) is its next dirty_from; a device with more readings waiting stays from where
+ * this run stopped.
+ */
+export async function settleClaims(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
   const done = outputs.filter((o) => o.continueFrom === null).map((o) => o.deviceId);
   if (done.length > 0) {
-    await client.query(`/* worker:dequeueDerived */ DELETE FROM derivation_queue WHERE device_id = ANY ($1::uuid[])`, [done]);
+    await client.query(`/* worker:dequeueDerived */ DELETE FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) AND new_from = 'infinity'`, [done]);
+    await client.query(
+      `/* worker:requeueMarkedMeanwhile */
+       UPDATE derivation_queue SET dirty_from = new_from, new_from = 'infinity', marked_at = now() WHERE device_id = ANY ($1::uuid[])`,
+      [done],
+    );
   }
   const more = outputs.filter((o) => o.continueFrom !== null);
   if (more.length > 0) {
     await client.query(
       `/* worker:continueDerivation */
-       UPDATE derivation_queue q SET dirty_from = d.from_ts
+       UPDATE derivation_queue q SET dirty_from = least(d.from_ts, q.new_from), new_from = 'infinity'
          FROM unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
         WHERE q.device_id = d.device_id`,
       [more.map((o) => o.deviceId), more.map((o) => toTimestamp(o.continueFrom!))],
     );
   }
+}
+
+/** Gives back every claim of the client's session (after its transaction ended). */
+export async function releaseClaims(client: PoolClient): Promise<void> {
+  await client.query('/* worker:releaseClaims */ SELECT pg_advisory_unlock_all()');
 }
 
 export interface Invalidation {

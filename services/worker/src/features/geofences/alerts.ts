@@ -15,6 +15,8 @@ export interface DeviceTransitions {
   tenantId: string;
   deviceId: string;
   transitions: GeofenceTransition[];
+  /** The newest reading the run that produced them consumed. */
+  lastReadingTs: number | null;
 }
 
 export interface GeofenceAlertOutcome {
@@ -25,10 +27,11 @@ export interface GeofenceAlertOutcome {
 /**
  * Applies geofence transitions in the caller's transaction: memberships follow every
  * transition newer than the one they hold (re-derivation repeats transitions, which
- * then change nothing); a violation opens an alert only when its transition is younger
- * than `maxAgeMs` (late history raises no alarm); the end of a violation resolves the
- * active alert whatever its age. Each opened or resolved alert writes its webhook event
- * to the outbox in the same transaction.
+ * then change nothing) and move their `changed_at` back when a re-derivation after late
+ * data shows the state began earlier than first seen; a violation opens an alert only
+ * when its transition is younger than `maxAgeMs` (late history raises no alarm); the end
+ * of a violation resolves the active alert whatever its age. Each opened or resolved
+ * alert writes its webhook event to the outbox in the same transaction.
  */
 export async function applyGeofenceTransitions(
   client: PoolClient,
@@ -49,22 +52,43 @@ export async function applyGeofenceTransitions(
   if (pairs.size === 0) return outcome;
   const { memberships, alerts } = await lockZoneStates(client, [...pairs.values()]);
   usable.sort((a, b) => a.transition.ts - b.transition.ts);
+  const lastOfRun = new Map<string, GeofenceTransition>();
+  for (const { device, transition } of usable) lastOfRun.set(`${device.deviceId}|${membershipKey(transition.geofenceId, transition.assetId)}`, transition);
 
   for (const { device, transition } of usable) {
     const zone = zones.get(transition.geofenceId)!;
     const asset = assets.get(transition.assetId)!;
     const pairKey = membershipKey(transition.geofenceId, transition.assetId);
     const membership = memberships.get(pairKey);
-    if (membership && (transition.ts <= membership.changedAt || membership.inside === transition.inside)) continue;
-    memberships.set(pairKey, { inside: transition.inside, changedAt: transition.ts });
-    await saveMembership(client, {
-      tenantId: device.tenantId,
-      geofenceId: zone.id,
-      assetId: asset.id,
-      deviceId: device.deviceId,
-      inside: transition.inside,
-      changedAt: transition.ts,
-    });
+    const recordMembership = async () => {
+      memberships.set(pairKey, { inside: transition.inside, changedAt: transition.ts, deviceId: device.deviceId });
+      await saveMembership(client, {
+        tenantId: device.tenantId,
+        geofenceId: zone.id,
+        assetId: asset.id,
+        deviceId: device.deviceId,
+        inside: transition.inside,
+        changedAt: transition.ts,
+      });
+    };
+    if (membership && (transition.ts <= membership.changedAt || membership.inside === transition.inside)) {
+      // Late data: readings that arrived after later ones (out-of-order batches, several
+      // ingests) were re-derived. When this run's last transition of the pair has the held
+      // state, is older than the held one and the run read past it, the state began then:
+      // the held time was only where it was first seen. Alerts are not concerned (same state).
+      const readPast = device.lastReadingTs !== null && device.lastReadingTs >= membership.changedAt;
+      if (
+        membership.inside === transition.inside &&
+        transition.ts < membership.changedAt &&
+        membership.deviceId === device.deviceId &&
+        readPast &&
+        lastOfRun.get(`${device.deviceId}|${pairKey}`) === transition
+      ) {
+        await recordMembership();
+      }
+      continue;
+    }
+    await recordMembership();
     const violation = zone.type === 'forbidden' ? transition.inside : !transition.inside;
     const active = alerts.get(pairKey);
     if (violation && !active && options.now - transition.ts < options.maxAgeMs) {

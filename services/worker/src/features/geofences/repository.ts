@@ -30,6 +30,8 @@ export async function loadEnabledZones(db: Queryable, tenantIds: string[]): Prom
 export interface Membership {
   inside: boolean;
   changedAt: number;
+  /** The device whose transition it follows. */
+  deviceId: string;
 }
 
 export interface ActiveAlert {
@@ -51,9 +53,9 @@ export async function lockZoneStates(
 ): Promise<{ memberships: Map<string, Membership>; alerts: Map<string, ActiveAlert> }> {
   const geofenceIds = pairs.map((p) => p.geofenceId);
   const assetIds = pairs.map((p) => p.assetId);
-  const memberships = await client.query<{ geofence_id: string; asset_id: string; inside: boolean; changed_at: Date }>(
+  const memberships = await client.query<{ geofence_id: string; asset_id: string; inside: boolean; changed_at: Date; device_id: string }>(
     `/* worker:lockMemberships */
-     SELECT m.geofence_id, m.asset_id, m.inside, m.changed_at
+     SELECT m.geofence_id, m.asset_id, m.inside, m.changed_at, m.device_id
        FROM geofence_memberships m JOIN unnest($1::uuid[], $2::uuid[]) AS p(geofence_id, asset_id)
          ON m.geofence_id = p.geofence_id AND m.asset_id = p.asset_id
       ORDER BY m.geofence_id, m.asset_id
@@ -80,7 +82,7 @@ export async function lockZoneStates(
     [geofenceIds, assetIds],
   );
   return {
-    memberships: new Map(memberships.rows.map((row) => [key(row.geofence_id, row.asset_id), { inside: row.inside, changedAt: row.changed_at.getTime() }])),
+    memberships: new Map(memberships.rows.map((row) => [key(row.geofence_id, row.asset_id), { inside: row.inside, changedAt: row.changed_at.getTime(), deviceId: row.device_id }])),
     alerts: new Map(
       alerts.rows.map((row) => [
         key(row.geofence_id, row.asset_id),
