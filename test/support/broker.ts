@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,10 +45,24 @@ function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
   });
 }
 
+function mosquittoUser(): { uid: number; gid: number } | null {
+  try {
+    const uid = Number(execFileSync('id', ['-u', 'mosquitto'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'mosquitto'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    return { uid, gid };
+  } catch {
+    return null;
+  }
+}
+
 /** Starts a Mosquitto with the project's config (deploy/mosquitto) on a free port. */
 export async function startTestBroker(): Promise<TestBroker> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-mosquitto-'));
+  // Started as root, Mosquitto drops to its own user: it must be able to write its
+  // persistence (sessions across a restart) and log there.
+  const owner = process.getuid?.() === 0 ? mosquittoUser() : null;
+  if (owner) chownSync(dataDir, owner.uid, owner.gid);
   const settings = readFileSync(projectConfig, 'utf8')
     .split('\n')
     .filter((line) => !/^\s*(listener|persistence_location|log_dest)\b/.test(line))

@@ -72,10 +72,10 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
   };
   const client = mqtt.connect(options.url, clientOptions);
   const acks = attachDeferredAcks(client, {
-    // MQTT 5: the broker stops at our Receive Maximum, so the local limit (which holds
-    // control packets such as PINGRESP back too) only catches what a reconnect leaves
-    // over. MQTT 3.1.1 has no Receive Maximum: the local limit is the only bound.
-    maxUnacked: version === 5 ? options.maxInFlight * 2 : options.maxInFlight,
+    // The broker should keep to our Receive Maximum (MQTT 5), but Mosquitto 2.0 stops
+    // counting once PUBACKs flow (the drills saw ~500,000 in flight against 20,000), and
+    // MQTT 3.1.1 has none: the local limit, per connection, is the bound that holds.
+    maxUnacked: options.maxInFlight,
     maxUnackedBytes: options.maxInFlightBytes,
     onPacket: options.onPacket,
     onUnackedChange: (count) => ingestMetrics.inFlight.set(count),
@@ -114,6 +114,9 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
     client.on('connect', onConnect);
   });
 }
+
+/** How long a stop waits for a clean DISCONNECT before dropping the connection. */
+const CLOSE_TIMEOUT_MS = 5_000;
 
 function redact(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//****@');
@@ -160,7 +163,12 @@ export async function openIngestConnection(options: IngestConnectionOptions): Pr
     log.info({ sessionPresent: again.sessionPresent }, 'MQTT reconnected');
     subscribe(client, filter).catch((error: unknown) => log.error({ err: error }, 'MQTT resubscribe failed'));
   });
-  client.on('close', () => ingestMetrics.connected.set(0));
+  let closing = false;
+  client.on('close', () => {
+    ingestMetrics.connected.set(0);
+    // Unacknowledged messages come again on the next connection (as redeliveries).
+    if (!closing) log.warn({ unacked: acks.unacked }, 'MQTT connection lost; reconnecting');
+  });
 
   return {
     protocolVersion: version,
@@ -172,7 +180,15 @@ export async function openIngestConnection(options: IngestConnectionOptions): Pr
     pause: () => acks.pause(),
     flushAcks: () => acks.flush(),
     close: async () => {
-      await client.endAsync(false);
+      closing = true;
+      // A clean DISCONNECT completes when the socket closes, which needs the broker's
+      // side read to its end; should that not come, the connection is dropped instead.
+      let timer: NodeJS.Timeout | undefined;
+      const dropped = new Promise<void>((resolve) => {
+        timer = setTimeout(() => client.end(true, () => resolve()), CLOSE_TIMEOUT_MS);
+      });
+      await Promise.race([client.endAsync(false), dropped]);
+      clearTimeout(timer);
       ingestMetrics.connected.set(0);
     },
   };

@@ -15,8 +15,9 @@ import { generate, type IPublishPacket } from 'mqtt-packet';
  * connection the message arrived on — a packet id means nothing on a later
  * connection, where the broker redelivers instead.
  *
- * Flow control: the broker stops at our Receive Maximum (MQTT 5). Past `maxUnacked`
- * messages (the only count limit on MQTT 3.1.1) or `maxUnackedBytes` the callback is
+ * Flow control: the broker should stop at our Receive Maximum (MQTT 5; Mosquitto 2.0
+ * does not always keep to it). Past `maxUnacked` messages of the current connection or
+ * `maxUnackedBytes` in all the callback is
  * held, mqtt.js stops reading the socket and TCP back-pressure reaches the broker:
  * memory stays bounded. While held, control packets (PINGRESP) wait too, so the
  * limits sit above what a healthy pipeline reaches.
@@ -56,9 +57,14 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
   let paused = false;
   let flushQueued = false;
   let unackedBytes = 0;
+  // Per network connection: the count limit is about what the broker may send on this
+  // one. Messages left by an earlier connection are still held (their batches commit,
+  // the broker redelivers them) but no longer hold the new connection back — counting
+  // them stalled it at once, tripped keepalive and repeated on every reconnect.
+  const unackedByStream = new Map<Duplex, number>();
 
   const unacked = () => pending.length - head;
-  const full = () => unacked() >= options.maxUnacked || unackedBytes >= options.maxUnackedBytes;
+  const full = () => (unackedByStream.get(client.stream as Duplex) ?? 0) >= options.maxUnacked || unackedBytes >= options.maxUnackedBytes;
   const report = () => options.onUnackedChange?.(unacked());
 
   const release = () => {
@@ -79,6 +85,9 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
       const entry = pending[head]!;
       head += 1;
       unackedBytes -= entry.bytes;
+      const left = (unackedByStream.get(entry.stream) ?? 1) - 1;
+      if (left > 0) unackedByStream.set(entry.stream, left);
+      else unackedByStream.delete(entry.stream);
       if (live && entry.stream === current) {
         buffers.push(generate({ cmd: 'puback', messageId: entry.messageId }, { protocolVersion }));
       }
@@ -101,7 +110,9 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
   client.handleMessage = (packet, callback) => {
     if (paused) {
       // Neither processed nor acknowledged: the session redelivers it after a restart.
-      stalled = () => callback(DEFERRED);
+      // Not held either: mqtt.js must keep reading so that the DISCONNECT of a stop can
+      // complete (a held callback left end() waiting for ever).
+      callback(DEFERRED);
       return;
     }
     const publish = packet as IPublishPacket;
@@ -114,6 +125,7 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
     const entry: Pending = { messageId: publish.messageId, stream: client.stream as Duplex, bytes, done: false };
     pending.push(entry);
     unackedBytes += bytes;
+    unackedByStream.set(entry.stream, (unackedByStream.get(entry.stream) ?? 0) + 1);
     options.onPacket(publish, () => {
       entry.done = true;
       scheduleFlush();
@@ -138,6 +150,9 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
     },
     pause() {
       paused = true;
+      const held = stalled;
+      stalled = null;
+      held?.();
     },
     flush,
   };
