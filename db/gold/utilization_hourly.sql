@@ -14,7 +14,7 @@ SELECT
   sum(s.distance_m::numeric) AS distance_m,
   sum(s.distance_m::numeric) FILTER (WHERE s.loaded) AS loaded_distance_m,
   sum(s.distance_m::numeric) FILTER (WHERE NOT s.loaded) AS empty_distance_m,
-  sum(s.hourmeter_delta) AS hourmeter_delta,
+  sum(s.hourmeter_delta::numeric) AS hourmeter_delta,
   sum(s.container_cycles) AS container_cycle_count,
   sum(s.imu_anomalies) AS imu_anomaly_count,
   sum(s.imu_samples) AS imu_sample_count,

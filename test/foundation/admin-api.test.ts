@@ -60,6 +60,11 @@ describe('admin API', () => {
       await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'RS 2', identifier: 'RS-2', assetTypeId: type.id } }),
     );
     expect(byId.assetType).toBe('Reach stacker');
+    // `status` is the external API's name of the operational status.
+    const outOfService = await created(
+      await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'RS 3', identifier: 'RS-3', assetTypeId: type.id, status: 'out_of_service' } }),
+    );
+    expect(outOfService).toMatchObject({ status: 'out_of_service', operationalStatus: 'out_of_service' });
 
     const template = await created(
       await api.admin(`${base}/templates`, { method: 'POST', json: { name: 'Pre-shift', assetTypeIds: [type.id] } }),
@@ -135,11 +140,19 @@ describe('admin API', () => {
   it.each([
     ['/tenants', {}, 'name'],
     ['/tenants', { name: '' }, 'name'],
-    ['/tenants', { name: 'x', extra: true }, 'extra'],
+    ['/tenants', { name: 42 }, 'name'],
   ])('POST %s with %j answers 400 naming %s', async (path, payload, field) => {
     const response = await api.admin(path, { method: 'POST', json: payload });
     expect(response.status).toBe(400);
     expect((await json(response)).error).toContain(field);
+  });
+
+  it('ignores fields it does not know, like the responses clients must tolerate', async () => {
+    const response = await api.admin('/tenants', { method: 'POST', json: { name: 'Extra fields', extra: true } });
+    expect(response.status).toBe(201);
+    const body = await json(response);
+    expect(body.name).toBe('Extra fields');
+    expect(body).not.toHaveProperty('extra');
   });
 
   it('answers 400 for bad bodies of every resource and 404 for an unknown tenant', async () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { provisioning } from '@gantry/api';
-import { createOutbox } from '@gantry/db';
+import { createOutbox, markDirtySql } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteSpec } from '../../services/api/src/http/route.ts';
@@ -218,11 +218,7 @@ async function seedTelemetry(customer: Customer, deviceUuid: string, assetId: st
        $4 || ' lat out of range', $5::timestamptz + interval '1 hour', 0, 80, convert_to('{"lat":999,"note":"' || $4 || '"}', 'UTF8')`,
     [deviceUuid, t, assetId, `${customer.marker}-DEV-1`, new Date(start)],
   );
-  await db.pool.query(
-    `INSERT INTO derivation_queue AS q (device_id, tenant_id, dirty_from) VALUES ($1, $2, $3)
-     ON CONFLICT (device_id) DO UPDATE SET dirty_from = least(q.dirty_from, EXCLUDED.dirty_from)`,
-    [deviceUuid, t, new Date(start)],
-  );
+  await db.pool.query(markDirtySql, [[deviceUuid], [t], [new Date(start)]]);
 }
 
 async function deriveAndRefresh(): Promise<void> {

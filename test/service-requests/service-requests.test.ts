@@ -61,7 +61,8 @@ describe('creating a service request', () => {
       status: 'new',
       source: 'external',
       assetId: null,
-      asset: null,
+      asset: { id: '00000000-0000-0000-0000-000000000000', identifier: '', name: '', displayCode: '', assetType: '', location: '', customerName: '' },
+      assignedTo: {},
       customerName: '',
       resolution: '',
       metadata: {},
@@ -72,7 +73,7 @@ describe('creating a service request', () => {
     });
     expect(created.displayCode).toMatch(/^SR-\d{6}$/);
     expect(created.history).toEqual([
-      expect.objectContaining({ type: 'created', fromStatus: null, toStatus: 'new', source: 'external', actorName: 'tenant key' }),
+      expect.objectContaining({ type: 'created', fromStatus: '', toStatus: 'new', source: 'external', actorName: 'tenant key' }),
     ]);
 
     const events = await outboxEvents(world, created.id);
@@ -142,7 +143,7 @@ describe('creating a service request', () => {
       [{ title: 'x', priority: 'asap' }, 'priority'],
       [{ title: 'x', assetId: 'not-a-uuid' }, 'assetId'],
       [{ title: 'x', dueAt: '2026-02-30' }, 'dueAt'],
-      [{ title: 'x', colour: 'red' }, 'colour'],
+      [{ title: 'x', customerEmail: 42 }, 'customerEmail'],
       [{ title: 'x', metadata: 'text' }, 'metadata'],
     ];
     for (const [body, field] of cases) {
@@ -154,6 +155,13 @@ describe('creating a service request', () => {
     const notJson = await world.api.external('/service-requests', tenantKey, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":' });
     expect(notJson.status).toBe(400);
     expect(await eventCount()).toBe(before);
+  });
+
+  it('ignores body fields it does not know (clients may send fields of the resource that are not inputs)', async () => {
+    const answer = await post(tenantKey, { title: 'Extra fields', colour: 'red', displayCode: 'SR-999999', files: [] });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+    expect(answer.body).not.toHaveProperty('colour');
+    expect(answer.body.displayCode).not.toBe('SR-999999');
   });
 
   it('refuses to create a request as reopened or cancelled', async () => {
@@ -180,7 +188,7 @@ describe('creating a service request', () => {
     const resolved = await createRequest(world, tenantKey, { title: 'fixed on site', status: 'resolved', resolution: 'Replaced the hose', resolutionReviewed: true });
     expect(resolved).toMatchObject({ status: 'resolved', resolution: 'Replaced the hose', closedAt: null });
     expect(resolved.resolvedAt).toBe(resolved.createdAt);
-    expect(resolved.history[0]).toMatchObject({ type: 'created', fromStatus: null, toStatus: 'resolved' });
+    expect(resolved.history[0]).toMatchObject({ type: 'created', fromStatus: '', toStatus: 'resolved' });
 
     const closed = await createRequest(world, tenantKey, { title: 'done', status: 'closed', resolution: 'Cleaned', resolutionReviewed: true });
     expect(closed).toMatchObject({ status: 'closed', resolution: 'Cleaned' });
@@ -370,8 +378,8 @@ describe('updating a service request', () => {
     expect(createdEntry.type).toBe('created');
     expect(updatedEntry).toMatchObject({
       type: 'updated',
-      fromStatus: null,
-      toStatus: null,
+      fromStatus: '',
+      toStatus: '',
       changes: {
         priority: { from: 'normal', to: 'high' },
         title: { from: 'Seat belt frayed', to: 'Seat belt frayed (driver side)' },

@@ -40,12 +40,20 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     // Poor GPS: 20 fixes, 15 valid (75 %).
     await insertMessages(db.pool, t, byName['Poor GPS']!, times(20, 100, 'gps'));
     await insertReadings(db.pool, t, byName['Poor GPS']!, Array.from({ length: 20 }, (_, index) => ({ type: 'gps', ts: minutesAgo(100 - index), gpsValid: index >= 5 })));
-    // Erring: 10 messages, 2 rejected (20 %), one with a long payload.
+    // Erring: 11 messages, 2 rejected and one batch stored in part (3 with errors, 27.27 %), one with a long payload.
     await insertMessages(db.pool, t, byName.Erring!, [
       ...times(4, 90, 'adcin'),
       ...times(4, 80, 'heartbeat'),
       { type: 'gps', receivedAt: minutesAgo(30), status: 'rejected', error: 'invalid_json', errorDetail: 'Unexpected end of JSON input', payload: '{"lat": 95' },
       { type: 'gps', receivedAt: minutesAgo(20), status: 'rejected', error: 'payload_too_large', payload: `{"pad":"${'x'.repeat(1000)}"}` },
+      {
+        type: 'batch',
+        receivedAt: minutesAgo(10),
+        status: 'partial',
+        error: 'invalid_timestamp',
+        errorDetail: '1 of 2 entries rejected; entry 1: ts: not a date',
+        payload: '[{"type":"heartbeat","ts":1},{"type":"gps","ts":"bad"}]',
+      },
     ]);
     await insertReadings(db.pool, t, byName.Erring!, [
       ...Array.from({ length: 4 }, (_, index) => ({ type: 'adcin', ts: minutesAgo(90 - index) })),
@@ -118,10 +126,10 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     });
     expect(entry(body, 'Poor GPS').notes.join(' ')).toContain('75 % of 20 GPS fixes valid');
     expect(entry(body, 'Erring')).toMatchObject({
-      messageCount: 10,
-      errorMessages: 2,
-      parsedMessages: 8,
-      errorRate: 20,
+      messageCount: 11,
+      errorMessages: 3,
+      parsedMessages: 9,
+      errorRate: 27.27,
       adcinEvents: 4,
       heartbeatEvents: 4,
       gpsEvents: 0,
@@ -138,12 +146,18 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     const body = await get('/telemetry/data-quality');
     expect(body.messageTypes).toEqual([
       { messageType: 'adcin', deviceCount: 1, errorMessages: 0, messageCount: 4, errorRate: 0 },
+      { messageType: 'batch', deviceCount: 1, errorMessages: 1, messageCount: 1, errorRate: 100 },
       { messageType: 'gps', deviceCount: 4, errorMessages: 2, messageCount: 37, errorRate: 5.41 },
       { messageType: 'heartbeat', deviceCount: 2, errorMessages: 0, messageCount: 9, errorRate: 0 },
       { messageType: 'hourmeter', deviceCount: 1, errorMessages: 0, messageCount: 4, errorRate: 0 },
       { messageType: 'imu', deviceCount: 1, errorMessages: 0, messageCount: 10, errorRate: 0 },
     ]);
-    expect(body.recentErrors).toHaveLength(2);
+    expect(body.recentErrors).toHaveLength(3);
+    // The batch stored in part is an error too, with the reason of its first bad entry.
+    expect(body.recentErrors.shift()).toMatchObject({
+      ingestError: 'invalid_timestamp: 1 of 2 entries rejected; entry 1: ts: not a date',
+      messageType: 'batch',
+    });
     expect(body.recentErrors[0]).toMatchObject({
       deviceId: fleet.byName.Erring!.deviceId,
       ingestError: 'payload_too_large',
@@ -157,21 +171,21 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       assetsWithData: 6,
       delayedAssets: 1,
       errorAssets: 1,
-      errorMessages: 2,
+      errorMessages: 3,
       gpsEvents: 32,
       validGpsEvents: 27,
-      messageCount: 64,
-      parsedMessages: 62,
+      messageCount: 65,
+      parsedMessages: 63,
       silverEvents: 54,
       offlineAssets: 1,
       onlineAssets: 4,
       poorGpsAssets: 1,
       silentAssets: 1,
-      recentErrorCount: 2,
+      recentErrorCount: 3,
       telemetryAssets: 7,
       totalAssets: 8,
       coveragePercent: 85.71,
-      errorRate: 3.13,
+      errorRate: 4.62,
       gpsOkPercent: 84.38,
       // ok 100, errors 50, delayed 80, poor_gps 70, silent 30, offline 0 → 330 / 6
       qualityScore: 55,
@@ -186,7 +200,7 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     expect(globex.summary).toMatchObject({ telemetryAssets: 2, totalAssets: 2, messageCount: 15 });
     const one = await get(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`);
     expect(one.assets.map((item: any) => item.name)).toEqual(['Erring']);
-    expect(one.recentErrors).toHaveLength(2);
+    expect(one.recentErrors).toHaveLength(3);
     expect((await api.external(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`, fleet.globexKey)).status).toBe(404);
   });
 
@@ -210,7 +224,7 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
   });
 
   it('takes the error-rate and GPS thresholds from the configuration', async () => {
-    const lenient = await startTestApi(db.pool, db.url, { GANTRY_QUALITY_MAX_ERROR_PERCENT: '25', GANTRY_QUALITY_MIN_GPS_OK_PERCENT: '70' });
+    const lenient = await startTestApi(db.pool, db.url, { GANTRY_QUALITY_MAX_ERROR_PERCENT: '30', GANTRY_QUALITY_MIN_GPS_OK_PERCENT: '70' });
     try {
       const body = await json(await lenient.external('/telemetry/data-quality', fleet.tenantKey));
       expect(entry(body, 'Erring').status).toBe('ok');

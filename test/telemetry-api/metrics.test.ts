@@ -93,6 +93,20 @@ describe.each(availableStorageModes())('utilization and container work (%s mode)
     expect(other.status).toBe(404);
   });
 
+  it('narrows the fleet to the assets q finds (name, identifier, display code or device id)', async () => {
+    const byName = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04&groupBy=fleet&q=sc%2003');
+    // One asset found: its own hour, at its own capacity.
+    expect(at(byName, '2026-05-04T08:00:00.000Z')).toMatchObject({ runningSeconds: 3600, utilizationPercent: 100, distanceM: 4000 });
+    expect(at(byName, '2026-05-04T09:00:00.000Z')).toMatchObject({ runningSeconds: 0 });
+    const byDevice = await get(`/telemetry/container-work?from=2026-05-04&to=2026-05-04&groupBy=asset&q=${fleet.byName['SC 02']!.deviceId.toUpperCase()}`);
+    expect(byDevice.items.map((item: any) => [item.asset.name, item.bucketStart])).toEqual([['SC 02', '2026-05-04T09:00:00.000Z']]);
+    const none = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04&groupBy=asset&q=nothing-like-this');
+    expect(none.items).toEqual([]);
+    // A customer key's search stays inside its scope.
+    const acme = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04&groupBy=asset&q=SC-03', fleet.acmeKey);
+    expect(acme.items).toEqual([]);
+  });
+
   it('lists per-asset buckets with their asset, and per-day buckets', async () => {
     const body = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04&groupBy=asset');
     expect(body.items.map((item: any) => [item.bucketStart.slice(11, 16), item.asset.name])).toEqual(
@@ -255,6 +269,15 @@ describe('GET /telemetry/service-request-metrics', () => {
       [1, 0, 1, 0, 0, 1],
       [0, 0, 0, 0, 0, 0],
     ]);
+  });
+
+  it('narrows requests by q over their own text and their asset', async () => {
+    const byAsset = await get('/telemetry/service-request-metrics?from=2026-05-04&to=2026-05-05&bucket=day&q=sc-02');
+    expect(byAsset.items.map((item: any) => item.totalCount)).toEqual([0, 2]);
+    const byCode = await get('/telemetry/service-request-metrics?from=2026-05-04&to=2026-05-05&bucket=day&q=leak');
+    expect(byCode.items.map((item: any) => item.totalCount)).toEqual([4, 2]);
+    const acme = await get('/telemetry/service-request-metrics?from=2026-05-04&to=2026-05-05&bucket=day&q=sc-03', fleet.acmeKey);
+    expect(acme.items.map((item: any) => item.totalCount)).toEqual([0, 0]);
   });
 
   it('groups by asset (requests without an asset last, with a null asset) and filters by asset', async () => {

@@ -162,13 +162,17 @@ describe('subscriptions', () => {
       [{ url: 'http://127.0.0.1/x' }, /events/],
       [{ events: ['report.created'] }, /url/],
       [{ url: 'http://127.0.0.1/x', events: ['report.created'], secret: 'short' }, /secret: at least 16 characters/],
-      [{ url: 'http://127.0.0.1/x', events: ['report.created'], colour: 'red' }, /colour/],
+      [{ url: 'http://127.0.0.1/x', events: ['report.created'], enabled: 'yes' }, /enabled/],
     ];
     for (const [body, message] of cases) {
       const response = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', body);
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect((await json(response)).error).toMatch(message);
     }
+    // Unknown fields are ignored, as clients ignore unknown response fields.
+    const extra = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', { url: 'http://127.0.0.1:9/e', events: ['report.created'], colour: 'red' });
+    expect(extra.status).toBe(201);
+    expect(await json(extra)).not.toHaveProperty('colour');
     const created = await createSubscription({ url: 'http://127.0.0.1:9/c', events: ['report.created'] });
     const both = await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'PATCH', { rotateSecret: true, secret: '0123456789abcdef0123' });
     expect(both.status).toBe(400);

@@ -60,7 +60,8 @@ export async function readGoldCoverage(db: Queryable, relation: string): Promise
                 WHERE ca.user_view_name = c.relation AND ca.user_view_schema = current_schema()
              ) wm ON true
              LEFT JOIN LATERAL (
-               SELECT max(s.last_successful_finish) AS job_finished_at,
+               -- A job that never succeeded reports -infinity (TimescaleDB 2.21), not null.
+               SELECT max(nullif(s.last_successful_finish, '-infinity')) AS job_finished_at,
                       bool_or(s.last_run_status = 'Failed' AND s.last_run_started_at > coalesce(c.updated_at, '-infinity')) AS job_failed
                  FROM timescaledb_information.jobs j
                  JOIN timescaledb_information.job_stats s ON s.job_id = j.job_id

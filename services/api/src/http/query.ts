@@ -25,10 +25,12 @@ export const pagingQuery = z.object({ limit: limitParam, offset: offsetParam });
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
+const TIME_VALUE_RULE = 'must be YYYY-MM-DD or an RFC 3339 timestamp, in the years 1970 to 2999';
+
 export const timeParam = z
   .string()
-  .max(40, 'must be YYYY-MM-DD or an RFC 3339 timestamp')
-  .refine((value) => parseTimeValue(value) !== null, 'must be YYYY-MM-DD or an RFC 3339 timestamp')
+  .max(40, TIME_VALUE_RULE)
+  .refine((value) => parseTimeValue(value) !== null, TIME_VALUE_RULE)
   .meta({ description: 'YYYY-MM-DD (whole UTC day) or RFC 3339 timestamp', example: '2026-11-01' });
 
 export const rangeQuery = z.object({ from: timeParam.optional(), to: timeParam.optional() });
@@ -92,8 +94,8 @@ export function resolveRange(query: { from?: string | undefined; to?: string | u
   const now = rules.now ?? new Date();
   const fromParsed = query.from === undefined ? null : parseTimeValue(query.from);
   const toParsed = query.to === undefined ? null : parseTimeValue(query.to);
-  if (query.from !== undefined && fromParsed === null) throw new ValidationError('invalid query parameter from: must be YYYY-MM-DD or an RFC 3339 timestamp', 'invalid_parameter');
-  if (query.to !== undefined && toParsed === null) throw new ValidationError('invalid query parameter to: must be YYYY-MM-DD or an RFC 3339 timestamp', 'invalid_parameter');
+  if (query.from !== undefined && fromParsed === null) throw new ValidationError(`invalid query parameter from: ${TIME_VALUE_RULE}`, 'invalid_parameter');
+  if (query.to !== undefined && toParsed === null) throw new ValidationError(`invalid query parameter to: ${TIME_VALUE_RULE}`, 'invalid_parameter');
 
   const to = toParsed === null ? now : toParsed.dateOnly ? new Date(toParsed.instant.getTime() + DAY_MS) : toParsed.instant;
   const from = fromParsed === null ? new Date(to.getTime() - rules.defaultDays * DAY_MS) : fromParsed.instant;
@@ -116,8 +118,8 @@ export function resolveOptionalRange(query: { from?: string | undefined; to?: st
   if (query.from === undefined && query.to === undefined) return { from: null, to: null, echo: { from: null, to: null } };
   const fromParsed = query.from === undefined ? null : parseTimeValue(query.from);
   const toParsed = query.to === undefined ? null : parseTimeValue(query.to);
-  if (query.from !== undefined && fromParsed === null) throw new ValidationError('invalid query parameter from: must be YYYY-MM-DD or an RFC 3339 timestamp', 'invalid_parameter');
-  if (query.to !== undefined && toParsed === null) throw new ValidationError('invalid query parameter to: must be YYYY-MM-DD or an RFC 3339 timestamp', 'invalid_parameter');
+  if (query.from !== undefined && fromParsed === null) throw new ValidationError(`invalid query parameter from: ${TIME_VALUE_RULE}`, 'invalid_parameter');
+  if (query.to !== undefined && toParsed === null) throw new ValidationError(`invalid query parameter to: ${TIME_VALUE_RULE}`, 'invalid_parameter');
   const from = fromParsed?.instant ?? null;
   const to = toParsed === null ? null : toParsed.dateOnly ? new Date(toParsed.instant.getTime() + DAY_MS) : toParsed.instant;
   if (from && to && from.getTime() >= to.getTime()) throw new ValidationError('invalid range: from must be before to', 'invalid_range');

@@ -7,17 +7,17 @@ const text = (max: number) => z.string().trim().max(max);
 const requiredText = (max: number) => z.string().trim().min(1, 'must not be empty').max(max);
 const timestamp = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp' });
 
-export const TenantCreate = z.strictObject({ name: requiredText(200) }).meta({ id: 'AdminTenantCreate' });
+export const TenantCreate = z.object({ name: requiredText(200) }).meta({ id: 'AdminTenantCreate' });
 
 export const ApiKeyCreate = z
-  .strictObject({
+  .object({
     name: requiredText(200),
     customerName: requiredText(200).nullable().optional(),
   })
   .meta({ id: 'AdminApiKeyCreate' });
 
 export const AssetTypeCreate = z
-  .strictObject({
+  .object({
     name: requiredText(200),
     description: text(2000).optional(),
     fields: z.record(z.string(), z.unknown()).optional(),
@@ -25,7 +25,7 @@ export const AssetTypeCreate = z
   .meta({ id: 'AdminAssetTypeCreate' });
 
 export const AssetCreate = z
-  .strictObject({
+  .object({
     name: requiredText(200),
     identifier: requiredText(200),
     displayCode: text(100).optional(),
@@ -37,12 +37,13 @@ export const AssetCreate = z
     customerPhone: text(50).optional(),
     lifecycleStatus: requiredText(50).optional(),
     operationalStatus: requiredText(50).optional(),
+    status: requiredText(50).optional().meta({ description: 'The external API name of operationalStatus (used when operationalStatus is absent)' }),
     externalRef: text(200).optional(),
   })
   .meta({ id: 'AdminAssetCreate' });
 
 export const TemplateCreate = z
-  .strictObject({
+  .object({
     name: requiredText(200),
     description: text(2000).optional(),
     status: requiredText(50).optional(),
@@ -54,7 +55,7 @@ export const TemplateCreate = z
 const media = z.record(z.string(), z.unknown());
 
 export const InspectionCreate = z
-  .strictObject({
+  .object({
     assetId: z.uuid(),
     templateId: z.uuid().nullable().optional(),
     templateVersion: z.number().int().min(1).optional(),
@@ -70,7 +71,7 @@ export const InspectionCreate = z
   .meta({ id: 'AdminInspectionCreate' });
 
 export const ReportCreate = z
-  .strictObject({
+  .object({
     inspectionId: z.uuid(),
     status: requiredText(50).optional(),
     impact: requiredText(50).optional(),
@@ -84,7 +85,7 @@ export const ReportCreate = z
   .meta({ id: 'AdminReportCreate' });
 
 export const DeviceCreate = z
-  .strictObject({
+  .object({
     deviceId: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, 'must be 1–64 letters, digits or . _ : -'),
     assetId: z.uuid(),
     displayName: text(200).optional(),
@@ -94,7 +95,7 @@ export const DeviceCreate = z
   .meta({ id: 'AdminDeviceCreate' });
 
 export const DeviceUpdate = z
-  .strictObject({
+  .object({
     assetId: z.uuid().optional(),
     displayName: text(200).optional(),
     notes: text(2000).optional(),
@@ -103,11 +104,11 @@ export const DeviceUpdate = z
   .meta({ id: 'AdminDeviceUpdate' });
 
 export const OperatorCreate = z
-  .strictObject({ identifier: requiredText(64), operatorName: requiredText(200) })
+  .object({ identifier: requiredText(64), operatorName: requiredText(200) })
   .meta({ id: 'AdminOperatorCreate' });
 
 export const GeofenceCreate = z
-  .strictObject({
+  .object({
     name: requiredText(200),
     type: z.enum(['allowed', 'forbidden']),
     enabled: z.boolean().optional(),
@@ -116,7 +117,7 @@ export const GeofenceCreate = z
   .meta({ id: 'AdminGeofenceCreate' });
 
 export const GeofenceUpdate = z
-  .strictObject({
+  .object({
     name: requiredText(200).optional(),
     type: z.enum(['allowed', 'forbidden']).optional(),
     enabled: z.boolean().optional(),

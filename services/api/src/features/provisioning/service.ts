@@ -219,7 +219,7 @@ export async function createAsset(deps: ProvisioningDeps, tenantId: string, inpu
           input.customerEmail ?? '',
           input.customerPhone ?? '',
           input.lifecycleStatus ?? null,
-          input.operationalStatus ?? null,
+          input.operationalStatus ?? input.status ?? null,
           input.externalRef ?? '',
         ],
       );

@@ -40,8 +40,8 @@ export const ServiceRequestEvent = z
   .object({
     id: z.uuid(),
     type: z.string().meta({ description: 'created, status_changed, updated, comment, cancelled, file_added or file_deleted' }),
-    fromStatus: z.string().nullable(),
-    toStatus: z.string().nullable(),
+    fromStatus: z.string().meta({ description: 'Status before a status change; empty for entries that change no status' }),
+    toStatus: z.string().meta({ description: 'Status after a status change (or at creation); empty for entries that change no status' }),
     message: z.string(),
     source: z.string().meta({ description: 'internal, external or customer' }),
     actorName: z.string(),
@@ -66,9 +66,11 @@ export const ServiceRequest = z
     status: ServiceRequestStatus,
     source: z.string().meta({ description: 'internal, external, customer or widget' }),
     assetId: z.uuid().nullable(),
-    asset: AssetRef.nullable(),
+    // Always an object (the spec does not make it nullable): without a visible asset its
+    // id is the nil UUID and its strings are empty (docs/service-requests.md).
+    asset: AssetRef,
     assignedToUserId: z.uuid().nullable(),
-    assignedTo: z.record(z.string(), z.unknown()).nullable(),
+    assignedTo: z.record(z.string(), z.unknown()).meta({ description: 'The assignee; {} when unassigned' }),
     customerName: z.string(),
     customerEmail: z.string(),
     customerPhone: z.string(),
@@ -118,7 +120,7 @@ const metadata = z
 const title = z.string().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters');
 
 /** Every field a client may set; create requires title, update requires nothing. */
-const ServiceRequestFields = z.strictObject({
+const ServiceRequestFields = z.object({
   title,
   description: text(20_000),
   category: ServiceRequestCategory,
@@ -148,7 +150,7 @@ export const ServiceRequestUpdateRequest = ServiceRequestFields.partial().meta({
 export type ServiceRequestUpdateRequest = z.infer<typeof ServiceRequestUpdateRequest>;
 
 export const ServiceRequestCancelRequest = z
-  .strictObject({
+  .object({
     reason: z.string().trim().min(1, 'must not be empty').max(2000, 'must be at most 2000 characters'),
     duplicateOf: z
       .string()

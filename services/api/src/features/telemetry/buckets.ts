@@ -1,8 +1,17 @@
 import { z } from 'zod';
 import { resolveRange, type ResolvedRange } from '../../http/query.ts';
-import { assetIdFilter, bucketParam, groupByParam, range, rangeRules, type Bucket } from './params.ts';
+import { assetIdFilter, bucketParam, groupByParam, range, rangeRules, searchParam, type Bucket } from './params.ts';
 
-export const metricQuery = z.object({ ...range, bucket: bucketParam, groupBy: groupByParam, assetId: assetIdFilter });
+export const metricQuery = z.object({
+  ...range,
+  bucket: bucketParam,
+  groupBy: groupByParam,
+  assetId: assetIdFilter,
+  q: searchParam.meta({
+    description:
+      'Case-insensitive search narrowing the assets counted (fleet sums included): asset name, identifier, display code or telemetry device id; on service-request metrics also the request title, display code and external reference',
+  }),
+});
 export type MetricParams = z.output<typeof metricQuery>;
 
 const BUCKET_MS: Record<Bucket, number> = { hour: 3_600_000, day: 86_400_000 };

@@ -85,7 +85,7 @@ async function recentErrors(db: Queryable, scope: TelemetryScope, range: Resolve
   const params = new SqlParams();
   const conditions = [
     `m.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
-    `m.status = 'rejected'`,
+    `m.status IN ('rejected', 'partial')`,
     `m.received_at >= ${params.add(range.from, 'timestamptz')}`,
     `m.received_at < ${params.add(range.to, 'timestamptz')}`,
     assetScopeCondition(params, scope),
@@ -141,9 +141,11 @@ function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: 
 
   const notes: string[] = [];
   if (!device.enabled) notes.push('device is disabled: its messages are kept but not derived');
-  if (device.lastSeenAt === null) notes.push('no message received yet');
-  else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent') notes.push(`last message received ${iso(device.lastSeenAt)}`);
-  if (errorRate > rules.maxErrorRatePercent) notes.push(`${errorRate} % of messages rejected (more than ${rules.maxErrorRatePercent} %)`);
+  // A disabled device's messages are kept in bronze without touching its state.
+  if (device.lastSeenAt === null) {
+    if (messageCount === 0) notes.push('no message received yet');
+  } else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent') notes.push(`last message received ${iso(device.lastSeenAt)}`);
+  if (errorRate > rules.maxErrorRatePercent) notes.push(`${errorRate} % of messages with errors (more than ${rules.maxErrorRatePercent} %)`);
   const poorGps = gpsOkPercent !== null && gpsEvents >= rules.minGpsFixes && gpsOkPercent < rules.minGpsOkPercent;
   if (poorGps) notes.push(`${gpsOkPercent} % of ${gpsEvents} GPS fixes valid (less than ${rules.minGpsOkPercent} %)`);
   if (delayedShare > dataQualityRules.delayedShare) notes.push(`median receive delay above 5 minutes (${round(delayedShare * 100)} % of messages late)`);

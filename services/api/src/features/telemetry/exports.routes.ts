@@ -87,7 +87,7 @@ export function listExports(rules: StatusRules): TelemetryExport<z.ZodObject>[] 
       query: metricQuery,
       statement: (scope, query) => {
         const buckets = wholeBuckets(metricRange(query), query.bucket);
-        return serviceRequestMetricStatement(scope, { ...buckets, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId });
+        return serviceRequestMetricStatement(scope, { ...buckets, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId, q: query.q });
       },
     }),
     defineExport({

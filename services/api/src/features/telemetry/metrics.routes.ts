@@ -27,7 +27,7 @@ import {
 async function metricInput(deps: AppDeps, scope: TelemetryScope, query: MetricParams): Promise<MetricQuery> {
   const resolved = metricRange(query);
   await assertAssetFilterVisible(deps.pool, scope, query.assetId);
-  return { range: resolved, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId };
+  return { range: resolved, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId, q: query.q };
 }
 
 const goldOrLive =
@@ -126,7 +126,7 @@ export function metricRoutes(deps: AppDeps): RouteSpec[] {
         const items = await listServiceRequestMetrics(
           deps.pool,
           scope,
-          { from: buckets.from, to: buckets.to, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId },
+          { from: buckets.from, to: buckets.to, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId, q: query.q },
           query.limit,
           query.offset,
         );

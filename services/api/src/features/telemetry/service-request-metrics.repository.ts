@@ -4,6 +4,8 @@ import type { Bucket, GroupBy } from './params.ts';
 import {
   assetRefColumns,
   assetScopeCondition,
+  assetSearchCondition,
+  likePattern,
   pageSql,
   SqlParams,
   toAssetRef,
@@ -23,6 +25,7 @@ export interface ServiceRequestMetricQuery {
   bucket: Bucket;
   groupBy: GroupBy;
   assetId?: string | undefined;
+  q?: string | undefined;
 }
 
 const counts: Column[] = [
@@ -51,6 +54,13 @@ export function serviceRequestMetricStatement(scope: TelemetryScope, query: Serv
   const conditions = [`sr.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, `sr.created_at >= ${from}`, `sr.created_at < ${to}`];
   if (scope.customerName !== null) conditions.push(`sr.customer_name = ${params.add(scope.customerName, 'text')}`);
   if (query.assetId) conditions.push(`sr.asset_id = ${params.add(query.assetId, 'uuid')}`);
+  if (query.q) {
+    // The request's own text, or its asset's (only an asset the key may see).
+    const search = params.add(likePattern(query.q), 'text');
+    conditions.push(
+      `(sr.search_text LIKE ${search} OR EXISTS (SELECT 1 FROM assets qa WHERE qa.id = sr.asset_id AND ${assetScopeCondition(params, scope, 'qa')} AND ${assetSearchCondition(params, query.q, 'qa')}))`,
+    );
+  }
   const fleet = query.groupBy === 'fleet';
   const assetJoin = fleet
     ? ''

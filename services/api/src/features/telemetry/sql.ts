@@ -43,6 +43,12 @@ export function assetScopeCondition(params: SqlParams, scope: TelemetryScope, al
   return `${tenant} AND ${alias}.customer_name = ${params.add(scope.customerName, 'text')}`;
 }
 
+/** The asset `a` matches a search: its name, identifier or display code, or one of its devices' ids. */
+export function assetSearchCondition(params: SqlParams, q: string, alias = 'a'): string {
+  const pattern = params.add(likePattern(q), 'text');
+  return `(${alias}.search_text LIKE ${pattern} OR EXISTS (SELECT 1 FROM devices sd WHERE sd.asset_id = ${alias}.id AND lower(sd.device_id) LIKE ${pattern}))`;
+}
+
 /** Escapes LIKE wildcards so a search for "50%" finds that text. */
 export function likePattern(search: string): string {
   return `%${search.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;

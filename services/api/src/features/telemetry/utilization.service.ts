@@ -11,6 +11,7 @@ export interface MetricQuery {
   bucket: Bucket;
   groupBy: GroupBy;
   assetId?: string | undefined;
+  q?: string | undefined;
 }
 
 /** One bucket of one asset or of the fleet, before it is shaped as a response item. */
@@ -50,7 +51,7 @@ const zeroSums = {
  * buckets an asset has derived data in.
  */
 export async function readMetricPage(db: Queryable, scope: TelemetryScope, query: MetricQuery, limit: number | undefined, offset: number): Promise<MetricPage> {
-  const assets = await listTelemetryAssets(db, scope, query.assetId);
+  const assets = await listTelemetryAssets(db, scope, query.assetId, query.q);
   const byId = new Map(assets.map((asset) => [asset.id, asset]));
   const bucketSeconds = BUCKET_SECONDS[query.bucket];
   const fleet = query.groupBy === 'fleet';

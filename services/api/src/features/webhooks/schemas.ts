@@ -101,7 +101,7 @@ const secretValue = z
   .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 export const WebhookSubscriptionCreate = z
-  .strictObject({
+  .object({
     name: subscriptionName.optional().meta({ description: 'Defaults to the URL host' }),
     url: subscriptionUrl.meta({ description: 'http(s) URL receiving the POSTs', example: 'https://example.com/hooks/gantry' }),
     events: eventList.meta({ description: 'Event names from the catalog' }),
@@ -115,7 +115,7 @@ export const WebhookSubscriptionCreate = z
 export type WebhookSubscriptionCreate = z.infer<typeof WebhookSubscriptionCreate>;
 
 export const WebhookSubscriptionUpdate = z
-  .strictObject({
+  .object({
     name: subscriptionName.optional(),
     url: subscriptionUrl.optional(),
     events: eventList.optional(),
