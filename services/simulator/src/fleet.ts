@@ -4,11 +4,22 @@ import { bearingDeg, destination, haversineM, type LatLon } from './geo.ts';
 import { encodeMessage, toBatches, type SimulatedMessage } from './messages.ts';
 import { createPublisher, type Publisher } from './publisher.ts';
 import { DEMO_YARD, badMessageCases, randomSource, readingPayload } from './traffic.ts';
+import { avoidBoxes, pickWaypoint } from './yard.ts';
 
 export interface SimulatedDevice {
   deviceId: string;
   /** Where the machine starts (default: somewhere in the yard). */
   position?: LatLon;
+  /** The machine's operator, logged in at the first tick and again after every break (default from `operators`; null: nobody). */
+  operator?: string | null;
+  /** Hourmeter value (running seconds) to continue from. */
+  hourmeter?: number;
+  /** Whether the spreader holds a container at the start. */
+  loaded?: boolean;
+  /** Points driven through first, before random waypoints (no stop, no lift there). */
+  route?: LatLon[];
+  /** Travel speed (default random, 8–20 km/h). */
+  speedKmh?: number;
 }
 
 export interface SimulatorOptions {
@@ -20,6 +31,10 @@ export interface SimulatorOptions {
   center?: LatLon;
   /** Machines stay within this distance of the centre (default 500 m). */
   radiusM?: number;
+  /** Rings (forbidden zones) that random waypoints keep out of; a `route` may still cross them. */
+  avoid?: LatLon[][];
+  /** Operators of devices without their own: device i gets operators[i % n] (default OP-001…OP-005). */
+  operators?: string[];
   /** Time between a machine's GPS fixes (default 2 s). */
   intervalMs?: number;
   /** Share of ticks on which a machine drops out of coverage and later uploads a batch (default 0.002). */
@@ -53,10 +68,16 @@ interface Machine {
   deviceId: string;
   position: LatLon;
   waypoint: LatLon;
+  /** The waypoint is a route point: drive through it. */
+  passing: boolean;
+  route: LatLon[];
   speedKmh: number;
   running: boolean;
   loaded: boolean;
+  /** Who is logged in now, and who logs in after a break. */
   operator: string | null;
+  crew: string | null;
+  started: boolean;
   hourmeter: number;
   lastHeartbeat: number;
   lastHourmeter: number;
@@ -68,10 +89,12 @@ interface Machine {
 }
 
 /**
- * The live fleet of the demo: each machine drives between random waypoints in the yard,
- * picks up a container at one waypoint and sets it down at the next, logs an operator
- * in, takes breaks (ignition off), and now and then drops out of coverage and uploads
- * what it buffered as `batch` messages. Duplicates and bad messages can be mixed in.
+ * The live fleet of the demo: each machine logs its operator in at its first tick, drives
+ * its `route` if it has one, then between random waypoints in the yard (keeping out of
+ * the `avoid` zones), picks up a container at one waypoint and sets it down at the next,
+ * takes breaks (ignition off, the operator logs out and back in afterwards), and now and
+ * then drops out of coverage and uploads what it buffered as `batch` messages.
+ * Duplicates and bad messages can be mixed in.
  */
 export async function startSimulator(options: SimulatorOptions): Promise<RunningSimulator> {
   const random = randomSource(options.seed ?? Date.now());
@@ -85,25 +108,37 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   const stats: SimulatorStats = { ticks: 0, published: 0, byType: {}, duplicates: 0, bad: 0, batches: 0, batchedReadings: 0 };
   const log = options.logger?.child({ component: 'simulator' });
 
-  const inYard = () => destination(center, Math.sqrt(random()) * radius, random() * 360);
+  const boxes = avoidBoxes(options.avoid);
+  const operators = options.operators ?? ['OP-001', 'OP-002', 'OP-003', 'OP-004', 'OP-005'];
+  const nextWaypoint = (from: LatLon) => pickWaypoint(from, center, radius, boxes, random);
   const now = Date.now();
-  const machines: Machine[] = options.devices.map((device, index) => ({
-    deviceId: device.deviceId,
-    position: device.position ?? inYard(),
-    waypoint: inYard(),
-    speedKmh: 8 + random() * 12,
-    running: true,
-    loaded: false,
-    operator: `OP-${String((index % 5) + 1).padStart(3, '0')}`,
-    hourmeter: 36_000_000 + index * 3600,
-    lastHeartbeat: 0,
-    lastHourmeter: 0,
-    lastImu: 0,
-    offlineUntil: 0,
-    buffer: [],
-    breakUntil: 0,
-    lastTs: now - 1,
-  }));
+  const machines: Machine[] = options.devices.map((device, index) => {
+    const position = device.position ?? nextWaypoint(center);
+    const route = [...(device.route ?? [])];
+    const first = route.shift();
+    const operator = device.operator === undefined ? (operators.length > 0 ? operators[index % operators.length]! : null) : device.operator;
+    return {
+      deviceId: device.deviceId,
+      position,
+      waypoint: first ?? nextWaypoint(position),
+      passing: first !== undefined,
+      route,
+      speedKmh: device.speedKmh ?? 8 + random() * 12,
+      running: true,
+      loaded: device.loaded ?? false,
+      operator,
+      crew: operator,
+      started: false,
+      hourmeter: device.hourmeter ?? 36_000_000 + index * 3600,
+      lastHeartbeat: 0,
+      lastHourmeter: 0,
+      lastImu: 0,
+      offlineUntil: 0,
+      buffer: [],
+      breakUntil: 0,
+      lastTs: now - 1,
+    };
+  });
 
   const send = (message: SimulatedMessage) => {
     const { topic, payload } = encodeMessage(message);
@@ -124,6 +159,14 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
     const out: SimulatedMessage[] = [];
     const dt = intervalMs / 1000;
 
+    if (!machine.started) {
+      // Switched on with the operator badged in from the first moment (a repeated login of
+      // the one already logged in continues that session).
+      machine.started = true;
+      out.push(reading(machine, 'heartbeat', ts));
+      machine.lastHeartbeat = ts;
+      if (machine.operator) out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'login' }));
+    }
     if (machine.breakUntil > ts) {
       if (ts - machine.lastHeartbeat >= 60_000) {
         out.push(reading(machine, 'heartbeat', ts));
@@ -134,25 +177,37 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
         machine.running = true;
         out.push(reading(machine, 'heartbeat', ts));
         machine.lastHeartbeat = ts;
+        if (machine.crew) {
+          machine.operator = machine.crew;
+          out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'login' }));
+        }
       }
       const remaining = haversineM(machine.position, machine.waypoint);
       const step = (machine.speedKmh / 3.6) * dt;
       let speedKmh = machine.speedKmh;
-      if (remaining <= step) {
+      if (remaining <= step && machine.passing) {
+        // A route point: drive through it towards the next one.
+        const heading = bearingDeg(machine.position, machine.waypoint);
         machine.position = machine.waypoint;
-        machine.waypoint = inYard();
+        const next = machine.route.shift();
+        machine.passing = next !== undefined;
+        machine.waypoint = next ?? nextWaypoint(machine.position);
+        out.push(reading(machine, 'gps', ts, { speedKmh: Math.round(speedKmh * 10) / 10, heading: Math.round(heading * 10) / 10 }));
+      } else if (remaining <= step) {
+        machine.position = machine.waypoint;
+        machine.waypoint = nextWaypoint(machine.position);
         machine.loaded = !machine.loaded;
         speedKmh = 0;
         out.push(reading(machine, 'adcin', ts, { state: machine.loaded ? 'on' : 'off', raw: machine.loaded ? 24.2 : 0.1 }));
         if (random() < 0.05) {
-          // A break: ignition off for a few minutes, the operator logs out.
-          machine.running = false;
-          machine.breakUntil = ts + (2 + random() * 6) * 60_000;
+          // A break: the operator logs out, ignition off for a few minutes.
           if (machine.operator) out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'logout' }));
           machine.operator = null;
-        } else if (!machine.operator) {
-          machine.operator = `OP-${String(1 + Math.floor(random() * 5)).padStart(3, '0')}`;
-          out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'login' }));
+          machine.running = false;
+          machine.breakUntil = ts + (2 + random() * 6) * 60_000;
+          out.push(reading(machine, 'heartbeat', ts + 1));
+          machine.lastHeartbeat = ts + 1;
+          machine.lastTs = ts + 1;
         }
       } else {
         const heading = bearingDeg(machine.position, machine.waypoint);

@@ -20,4 +20,16 @@ export {
   type MessageMix,
 } from './traffic.ts';
 export { startSimulator, type RunningSimulator, type SimulatedDevice, type SimulatorOptions, type SimulatorStats } from './fleet.ts';
-export { bearingDeg, destination, haversineM, interpolate, type LatLon } from './geo.ts';
+export { bearingDeg, boxAround, destination, haversineM, interpolate, pathClear, routeAround, type Box, type LatLon } from './geo.ts';
+export {
+  demoHistory,
+  historyBatches,
+  startDemoFleet,
+  type DemoFleet,
+  type DemoFleetDevice,
+  type DemoFleetOptions,
+  type DemoHistory,
+  type DemoHistoryOptions,
+  type DemoMachineEnd,
+} from './demo-fleet.ts';
+export { avoidBoxes, pickWaypoint, zoneCrossing, type ZoneCrossing } from './yard.ts';

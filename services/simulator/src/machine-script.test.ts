@@ -26,7 +26,9 @@ describe('MachineScript ground truth', () => {
     expect(truth.emptyDistanceM).toBeCloseTo(leg, 0);
     expect(truth.loadedDistanceM).toBeCloseTo(leg, 0);
     expect(truth.movingSeconds).toBeCloseTo(leg / (18 / 3.6) + leg / (12 / 3.6), 0);
-    expect(truth.stationaryRunningSeconds).toBe(30);
+    // 30 s idle, and the second before the switch-off: the last fix of the drive holds
+    // that millisecond, so the ignition-off readings come a second later.
+    expect(truth.stationaryRunningSeconds).toBe(31);
     expect(truth.loadedSeconds).toBeCloseTo(30 + leg / (12 / 3.6), 0);
     expect(truth.runningSeconds).toBeCloseTo(truth.movingSeconds + truth.stationaryRunningSeconds, 6);
     expect(truth.containerCycleCount).toBe(1);
@@ -35,7 +37,8 @@ describe('MachineScript ground truth', () => {
       { start, end: start + Math.round(truth.runningSeconds * 1000), startReason: 'ignition_on', endReason: 'ignition_off', distanceM: truth.distanceM, containerCycles: 1 },
     ]);
     expect(truth.identifierSessions).toEqual([
-      { identifier: 'OP-001', start, end: truth.usageSessions[0]!.end, endReason: 'logout' },
+      // Logged out at the drop, a second before the switch-off.
+      { identifier: 'OP-001', start, end: truth.usageSessions[0]!.end! - 1000, endReason: 'logout' },
     ]);
   });
 

@@ -201,8 +201,18 @@ export class MachineScript {
     }
   }
 
+  /**
+   * An ignition switch is only seen through the readings that carry it: when readings
+   * already exist at this millisecond (the previous step's last fix), the switch happens
+   * a second later, so its readings are not dropped as duplicates of those.
+   */
+  private clearInstant(): void {
+    if (this.keys.has(`gps|${this.t}`) || this.keys.has(`heartbeat|${this.t}`) || this.keys.has(`hourmeter|${this.t}`)) this.account(1000, 0);
+  }
+
   ignitionOn(): this {
     if (this.running) return this;
+    this.clearInstant();
     this.running = true;
     this.session = { start: this.t, end: null, startReason: 'ignition_on', endReason: null, distanceM: 0, containerCycles: 0 };
     this.truthState.usageSessions.push(this.session);
@@ -214,6 +224,7 @@ export class MachineScript {
 
   ignitionOff(): this {
     if (!this.running) return this;
+    this.clearInstant();
     this.running = false;
     this.heartbeat();
     this.hourmeterReading();
@@ -347,7 +358,14 @@ export class MachineScript {
         this.identifier.endReason = 'timeout';
         this.identifier = null;
       }
-      if (this.running) this.hourmeter += seconds;
+      if (this.running) {
+        // Back in coverage with the engine still on: the device reports at once, and that
+        // reading starts a new session (DESIGN §3: the gap ended the previous one).
+        this.hourmeter += seconds;
+        this.session = { start: this.t, end: null, startReason: 'ignition_on', endReason: null, distanceM: 0, containerCycles: 0 };
+        this.truthState.usageSessions.push(this.session);
+        this.heartbeat();
+      }
     } else {
       this.account(ms, 0);
     }

@@ -26,6 +26,8 @@ export interface PublisherOptions {
 export interface PublisherStats {
   sent: number;
   acked: number;
+  /** Connections re-established after a drop (each resends the window); createPublisher always counts it. */
+  reconnects?: number;
 }
 
 export interface Publisher {
@@ -43,15 +45,24 @@ export interface Publisher {
 
 const protocol = { protocolVersion: 4 as const };
 
+/** Reconnect backoff after a dropped connection: 250 ms, doubling, at most 5 s, until close(). */
+const RECONNECT_FIRST_MS = 250;
+const RECONNECT_MAX_MS = 5_000;
+
 class Connection {
   private socket: net.Socket | null = null;
+  /** CONNACK received on the current socket: only then are packets written. */
+  private connected = false;
+  private everConnected = false;
   private nextId = 0;
+  /** Un-acknowledged QoS 1 messages in publish order (Map keeps insertion order); resent after every reconnect. */
   private readonly inflight = new Map<number, IPublishPacket>();
   private readonly waiting: Array<() => void> = [];
   private readonly drained: Array<() => void> = [];
   private closing = false;
   private ping: NodeJS.Timeout | null = null;
-  private ready: Promise<void> = Promise.resolve();
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private reconnectAttempts = 0;
   private corked: Buffer[] = [];
   private corkQueued = false;
 
@@ -61,15 +72,21 @@ class Connection {
     private readonly stats: PublisherStats,
   ) {}
 
+  /**
+   * Opens a connection. The first one rejects when the broker cannot be reached or
+   * refuses (createPublisher fails fast); once connected, every lost connection is
+   * retried with a capped backoff until close(), and what was published meanwhile
+   * waits in the window and goes out after the CONNACK.
+   */
   connect(): Promise<void> {
-    this.ready = new Promise<void>((resolve, reject) => {
+    return new Promise<void>((resolve, reject) => {
       const url = new URL(this.options.mqttUrl);
       const port = Number(url.port || (url.protocol === 'mqtts:' ? 8883 : 1883));
       const host = url.hostname;
       const socket = url.protocol === 'mqtts:' ? tls.connect({ port, host, servername: host }) : net.connect({ port, host });
       socket.setNoDelay(true);
       const parse = packetParser(protocol);
-      let connected = false;
+      let acknowledged = false;
       parse.on('packet', (packet: Packet) => {
         if (packet.cmd === 'connack') {
           if (packet.returnCode) {
@@ -77,9 +94,16 @@ class Connection {
             socket.destroy();
             return;
           }
-          connected = true;
-          // Resend whatever the previous connection left unacknowledged.
-          for (const packet of this.inflight.values()) this.write(generate({ ...packet, dup: true }, protocol));
+          acknowledged = true;
+          this.connected = true;
+          if (this.everConnected) this.stats.reconnects = (this.stats.reconnects ?? 0) + 1;
+          this.everConnected = true;
+          this.reconnectAttempts = 0;
+          // Resend, in publish order, whatever is unacknowledged: left by the previous
+          // connection, or published while there was none.
+          for (const inflight of this.inflight.values()) this.write(generate({ ...inflight, dup: true }, protocol));
+          this.ping = setInterval(() => this.write(generate({ cmd: 'pingreq' }, protocol)), 30_000);
+          this.ping.unref();
           resolve();
         } else if (packet.cmd === 'puback') {
           if (!this.inflight.delete(packet.messageId!)) return;
@@ -92,14 +116,18 @@ class Connection {
       parse.on('error', (error: Error) => socket.destroy(error));
       socket.on('data', (chunk: Buffer) => parse.parse(chunk));
       socket.on('error', (error) => {
-        if (!connected) reject(error);
+        if (!acknowledged) reject(error);
       });
       socket.on('close', () => {
+        if (this.socket !== socket) return;
         if (this.ping) clearInterval(this.ping);
+        this.ping = null;
         this.socket = null;
-        if (!this.closing && connected && this.options.reconnect !== false) {
-          setTimeout(() => this.connect().catch(() => undefined), 1000);
-        }
+        this.connected = false;
+        // Writes queued for this socket are dropped: their messages are still in the window.
+        this.corked = [];
+        if (!acknowledged) reject(new Error('the connection to the broker closed before its CONNACK'));
+        if (this.everConnected) this.scheduleReconnect();
       });
       socket.on('connect', () => {
         socket.write(
@@ -119,14 +147,23 @@ class Connection {
         );
       });
       this.socket = socket;
-      this.ping = setInterval(() => this.write(generate({ cmd: 'pingreq' }, protocol)), 30_000);
-      this.ping.unref();
     });
-    return this.ready;
   }
 
-  /** Coalesces the writes of one tick into one socket write. */
+  private scheduleReconnect(): void {
+    if (this.closing || this.options.reconnect === false || this.reconnectTimer) return;
+    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_FIRST_MS * 2 ** this.reconnectAttempts);
+    this.reconnectAttempts += 1;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      // A failed attempt closes its socket, and the close schedules the next one.
+      if (!this.closing) this.connect().catch(() => undefined);
+    }, delay);
+  }
+
+  /** Coalesces the writes of one tick into one socket write; nothing is written without a CONNACK. */
   private write(buffer: Buffer): void {
+    if (!this.connected) return;
     this.corked.push(buffer);
     if (this.corkQueued) return;
     this.corkQueued = true;
@@ -134,21 +171,29 @@ class Connection {
       this.corkQueued = false;
       const buffers = this.corked;
       this.corked = [];
-      if (this.socket && !this.socket.destroyed && buffers.length > 0) {
+      if (this.connected && this.socket && !this.socket.destroyed && buffers.length > 0) {
         this.socket.write(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers));
       }
     });
   }
 
+  /**
+   * QoS 1: the message joins the window (waiting while it is full) and is written at
+   * once when connected, else after the next CONNACK. QoS 0 without a connection is
+   * dropped, as QoS 0 allows.
+   */
   async publish(topic: string, payload: string | Buffer, qos: 0 | 1): Promise<void> {
-    await this.ready;
+    if (this.closing) throw new Error('the publisher is closed');
     if (qos === 0) {
       this.write(generate({ cmd: 'publish', topic, payload, qos: 0, retain: false, dup: false }, protocol));
       this.stats.sent += 1;
       this.stats.acked += 1;
       return;
     }
-    while (this.inflight.size >= this.window) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    while (this.inflight.size >= this.window) {
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      if (this.closing) throw new Error('the publisher is closed');
+    }
     do this.nextId = this.nextId === 65535 ? 1 : this.nextId + 1;
     while (this.inflight.has(this.nextId));
     const packet: IPublishPacket = { cmd: 'publish', topic, payload, qos: 1, messageId: this.nextId, retain: false, dup: false };
@@ -165,8 +210,16 @@ class Connection {
   close(): Promise<void> {
     this.closing = true;
     if (this.ping) clearInterval(this.ping);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    // Publishers waiting for room in the window give up (publish() throws).
+    for (const wake of this.waiting.splice(0)) wake();
     const socket = this.socket;
     if (!socket || socket.destroyed) return Promise.resolve();
+    if (!this.connected) {
+      socket.destroy();
+      return Promise.resolve();
+    }
     const pending = this.corked.splice(0);
     if (pending.length > 0) socket.write(Buffer.concat(pending));
     return new Promise<void>((resolve) => {
@@ -185,7 +238,7 @@ function topicHash(topic: string): number {
 export async function createPublisher(options: PublisherOptions): Promise<Publisher> {
   const count = Math.max(1, options.connections ?? 1);
   const window = Math.max(1, options.window ?? 1000);
-  const stats: PublisherStats = { sent: 0, acked: 0 };
+  const stats: PublisherStats = { sent: 0, acked: 0, reconnects: 0 };
   const prefix = options.clientIdPrefix ?? `gantry-sim-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const connections = Array.from({ length: count }, (_, index) => new Connection({ ...options, clientId: `${prefix}-${index}` }, window, stats));
   await Promise.all(connections.map((connection) => connection.connect()));

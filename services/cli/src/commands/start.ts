@@ -4,13 +4,12 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@gantry/config';
 import { createOutbox, isPortInUse, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
-import { DEMO_TENANT_NAME, startApiServer } from '@gantry/api';
+import { startApiServer } from '@gantry/api';
 import { startIngest } from '@gantry/ingest';
-import { startSimulator } from '@gantry/simulator';
 import { startWorker } from '@gantry/worker';
 import type { Command, CommandContext } from '../command.ts';
 import { startEmbeddedBroker } from '../embedded-broker.ts';
-import { ensureDemo, type DemoKeys } from './demo.ts';
+import { ensureDemo, startDemoFleetFromDatabase, type DemoFleetStart, type DemoKeys } from './demo.ts';
 
 /** The admin token: configured, or generated once and kept in the data directory. */
 async function adminToken(config: Config): Promise<{ token: string; generated: boolean }> {
@@ -108,25 +107,18 @@ async function startAll({ config: baseConfig, logger, print }: CommandContext, s
   );
   stops.push(() => api.close());
 
-  // The demo fleet: every enabled device of the demo tenant drives around the yard.
-  let simulated = 0;
+  // The demo fleet: every enabled device of the demo tenant drives around the yard; on a
+  // fresh demo it uploads its recent past first (in the background: the banner comes now).
+  let simulated: DemoFleetStart | null = null;
   if (config.demo.simulator) {
-    const { rows } = await pool.query<{ device_id: string }>(
-      `SELECT d.device_id FROM devices d JOIN tenants t ON t.id = d.tenant_id
-        WHERE t.name = $1 AND d.enabled ORDER BY d.device_id`,
-      [DEMO_TENANT_NAME],
-    );
-    if (rows.length > 0) {
-      const simulator = await startSimulator({
-        mqttUrl,
-        username: config.mqtt.username,
-        password: config.mqtt.password,
-        devices: rows.map((row) => ({ deviceId: row.device_id })),
-        logger: logger.child({ component: 'simulator' }),
-      });
-      stops.splice(stops.length - 1, 0, () => simulator.stop());
-      simulated = rows.length;
-    }
+    simulated = await startDemoFleetFromDatabase(pool, {
+      mqttUrl,
+      username: config.mqtt.username,
+      password: config.mqtt.password,
+      logger,
+    });
+    const fleet = simulated?.fleet;
+    if (fleet) stops.splice(stops.length - 1, 0, () => fleet.stop());
   }
 
   const base = config.http.publicUrl ?? `http://localhost:${api.port}`;
@@ -136,7 +128,10 @@ async function startAll({ config: baseConfig, logger, print }: CommandContext, s
   print(`  Guide:     ${base}/api/external/v1/guide`);
   print(`  Reference: ${base}/api/external/v1/docs`);
   print(`  MQTT:      ${mqttUrl}   (devices publish to gantry/v1/devices/{deviceId}/{type})`);
-  if (simulated > 0) print(`  Simulator: ${simulated} demo machines publishing (GANTRY_DEMO_SIMULATOR=false turns it off)`);
+  if (simulated) {
+    const past = simulated.history ? `, uploading their last ${simulated.historyHours} hours first` : '';
+    print(`  Simulator: ${simulated.devices} demo machines publishing${past} (GANTRY_DEMO_SIMULATOR=false turns it off)`);
+  }
   print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
   if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
   if (demo) {
