@@ -28,6 +28,9 @@ import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool, type StorageMode } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
+import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
+
+const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
 const SEED_VERSION = 'api-bench-v1';
 const DATABASE = 'gantry_bench_api';
@@ -39,26 +42,6 @@ const STORAGE_MODE = (process.env.GANTRY_BENCH_STORAGE_MODE ?? 'auto') as 'auto'
 const args = new Set(process.argv.slice(2));
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-
-function serverUrl(): string {
-  return process.env.GANTRY_BENCH_DATABASE_URL ?? process.env.GANTRY_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-}
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl() });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 function log(message: string): void {
   process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
@@ -232,9 +215,9 @@ async function refreshAllGold(pool: Pool, storageMode: StorageMode): Promise<voi
 }
 
 async function prepare(): Promise<{ url: string; seed: Seed; storageMode: StorageMode }> {
-  const url = withDatabase(serverUrl(), DATABASE);
-  if (args.has('--reseed')) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
-  const exists = await admin(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
+  const url = withDatabase(benchServerUrl(), DATABASE);
+  if (args.has('--reseed')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
   if (exists) {
     const pool = createPool(url, { max: 2 });
     try {
@@ -252,9 +235,9 @@ async function prepare(): Promise<{ url: string; seed: Seed; storageMode: Storag
     } finally {
       await pool.end();
     }
-    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+    await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
   }
-  await admin((client) => client.query(`CREATE DATABASE ${DATABASE}`));
+  await onServer((client) => client.query(`CREATE DATABASE ${DATABASE}`));
   const { storageMode } = await timed('migrate', () => migrateDatabase(url, { storageMode: STORAGE_MODE, retention: { bronzeDays: 14, readingDays: 400 } }));
   log(`storage mode: ${storageMode}`);
   const pool = createPool(url, { max: 4 });
@@ -443,7 +426,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\n== pnpm bench:api (${storageMode} mode, ${ASSETS} assets, ${HISTORY_DAYS} days; concurrency ${CONCURRENCY}; shared machine: indicative) ==\n`);
   for (const line of [...rows, '', ...exportRows]) process.stdout.write(`${line}\n`);
   process.stdout.write(`API process peak RSS over the whole run: ${fmt(hwm, 0)} MB; ${over} figure(s) over target\n`);
-  if (args.has('--drop')) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+  if (args.has('--drop')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
 }
 
 main().catch((error: unknown) => {

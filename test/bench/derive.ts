@@ -29,6 +29,9 @@ import { checkTimescaleAvailability, createOutbox, createPool, migrateDatabase, 
 import { silentLogger } from '@gantry/logger';
 import { deriveDirtyDevices, type DerivationDeps } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
+import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
+
+const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
 const DEVICES = Number(process.env.GANTRY_BENCH_DEVICES ?? 500);
 const DAYS = Number(process.env.GANTRY_BENCH_DAYS ?? 7);
@@ -42,26 +45,6 @@ const QUERY_ASSETS = 500;
 const args = new Set(process.argv.slice(2));
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-
-function serverUrl(): string {
-  return process.env.GANTRY_BENCH_DATABASE_URL ?? process.env.GANTRY_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-}
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl() });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 function log(message: string): void {
   process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
@@ -79,16 +62,16 @@ const QUERY_TENANT = '00000000-0000-4000-8000-00000000b002';
 async function chooseMode(): Promise<StorageMode> {
   const requested = process.env.GANTRY_BENCH_MODE ?? 'auto';
   if (requested === 'postgres' || requested === 'timescaledb') return requested;
-  const available = await admin((client) => checkTimescaleAvailability(client));
+  const available = await onServer((client) => checkTimescaleAvailability(client));
   return available.available ? 'timescaledb' : 'postgres';
 }
 
 /** Creates (or reuses) the seeded database; returns its pool and the history's time range. */
 async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; start: number; end: number }> {
   const database = `gantry_bench_derive_${mode}`;
-  const url = withDatabase(serverUrl(), database);
+  const url = withDatabase(benchServerUrl(), database);
   const marker = `derive-bench-v1:${DEVICES}x${DAYS}`;
-  const exists = await admin(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1);
+  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1);
   if (exists && !args.has('--reseed')) {
     const pool = createPool(url, { max: WORKERS + 4 });
     const { rows } = await pool.query<{ value: { marker: string; start: number; end: number } }>(`SELECT value FROM gantry_meta WHERE key = 'bench:derive'`);
@@ -98,7 +81,7 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
     }
     await pool.end();
   }
-  await admin(async (client) => {
+  await onServer(async (client) => {
     await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await client.query(`CREATE DATABASE ${database}`);
   });
@@ -335,9 +318,9 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
  */
 async function prepareQueryDatabase(mode: StorageMode): Promise<{ pool: Pool; from: number; to: number }> {
   const database = `gantry_bench_derive_query_${mode}`;
-  const url = withDatabase(serverUrl(), database);
+  const url = withDatabase(benchServerUrl(), database);
   const marker = `derive-query-bench-v1:${QUERY_ASSETS}x${QUERY_DAYS}`;
-  const exists = await admin(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1);
+  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1);
   if (exists && !args.has('--reseed')) {
     const pool = createPool(url, { max: 4 });
     const { rows } = await pool.query<{ value: { marker: string; from: number; to: number } }>(`SELECT value FROM gantry_meta WHERE key = 'bench:derive-query'`);
@@ -347,7 +330,7 @@ async function prepareQueryDatabase(mode: StorageMode): Promise<{ pool: Pool; fr
     }
     await pool.end();
   }
-  await admin(async (client) => {
+  await onServer(async (client) => {
     await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await client.query(`CREATE DATABASE ${database}`);
   });
@@ -448,7 +431,7 @@ async function main(): Promise<void> {
   } finally {
     await pool.end();
     if (args.has('--drop')) {
-      await admin(async (client) => {
+      await onServer(async (client) => {
         await client.query(`DROP DATABASE IF EXISTS gantry_bench_derive_${mode} WITH (FORCE)`);
         await client.query(`DROP DATABASE IF EXISTS gantry_bench_derive_query_${mode} WITH (FORCE)`);
       });

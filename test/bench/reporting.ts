@@ -20,6 +20,9 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
+import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
+
+const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
 const SEED_VERSION = 'reporting-bench-v4';
 const DATABASE = 'gantry_bench_reporting';
@@ -30,26 +33,6 @@ const DAYS = 730;
 const CONCURRENCY = Number(process.env.GANTRY_BENCH_CONCURRENCY ?? 8);
 const REQUESTS = Number(process.env.GANTRY_BENCH_REQUESTS ?? 200);
 const args = new Set(process.argv.slice(2));
-
-function serverUrl(): string {
-  return process.env.GANTRY_BENCH_DATABASE_URL ?? process.env.GANTRY_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-}
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl() });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 function log(message: string): void {
   process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
@@ -229,10 +212,10 @@ async function seed(pool: Pool): Promise<Seed> {
 }
 
 async function prepare(): Promise<{ pool: Pool; url: string; seeded: Seed }> {
-  const url = withDatabase(serverUrl(), DATABASE);
-  if (args.has('--reseed')) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
-  const exists = await admin(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
-  if (!exists) await admin((client) => client.query(`CREATE DATABASE ${DATABASE}`));
+  const url = withDatabase(benchServerUrl(), DATABASE);
+  if (args.has('--reseed')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
+  if (!exists) await onServer((client) => client.query(`CREATE DATABASE ${DATABASE}`));
   await migrateDatabase(url, { storageMode: 'postgres' });
   const pool = createPool(url, { max: 20, applicationName: 'gantry-bench' });
   const { rows } = await pool.query<{ value: Seed & { version: string } }>(`SELECT value FROM gantry_meta WHERE key = 'bench_reporting_seed'`);
@@ -243,7 +226,7 @@ async function prepare(): Promise<{ pool: Pool; url: string; seeded: Seed }> {
   }
   if (existing || (await pool.query('SELECT 1 FROM tenants LIMIT 1')).rowCount) {
     await pool.end();
-    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+    await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
     return prepare();
   }
   log(`seeding ${DATABASE}`);
@@ -399,7 +382,7 @@ async function main(): Promise<void> {
   api.kill('SIGTERM');
   await once(api, 'exit');
   await pool.end();
-  if (args.has('--drop')) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+  if (args.has('--drop')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
 }
 
 main().catch((error: unknown) => {
