@@ -20,6 +20,12 @@ describe('loadConfig', () => {
     expect(config.databaseUrl).toBeUndefined();
   });
 
+  it('takes an empty GANTRY_INGEST_SHARED_GROUP as a plain subscription, not as unset', () => {
+    expect(loadConfig({}).ingest.sharedGroup).toBe('gantry-ingest');
+    expect(loadConfig({ GANTRY_INGEST_SHARED_GROUP: '' }).ingest.sharedGroup).toBe('');
+    expect(loadConfig({ GANTRY_INGEST_SHARED_GROUP: 'ingest-b' }).ingest.sharedGroup).toBe('ingest-b');
+  });
+
   it.each([
     ['GANTRY_PORT', 'eighty'],
     ['GANTRY_PORT', '70000'],

@@ -189,10 +189,18 @@ export interface Config {
   demo: { enabled: boolean; simulator: boolean };
 }
 
+/**
+ * An empty variable counts as unset (compose files pass `${X:-}`), except where empty is
+ * itself a setting: no shared-subscription group means a plain subscription.
+ */
+const EMPTY_IS_A_VALUE = new Set(['GANTRY_INGEST_SHARED_GROUP']);
+
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const present = Object.fromEntries(
-    Object.entries(env).filter(([key, value]) => key.startsWith('GANTRY_') && value !== undefined && value !== ''),
+    Object.entries(env).filter(
+      ([key, value]) => key.startsWith('GANTRY_') && value !== undefined && (value !== '' || EMPTY_IS_A_VALUE.has(key)),
+    ),
   );
   const parsed = environmentSchema.safeParse(present);
   if (!parsed.success) {

@@ -27,18 +27,24 @@ function brokerPid(broker: TestBroker): number | null {
  * published; then stopped with SIGTERM at 60 %, kept down DRILL_BROKER_DOWN_SECONDS
  * (10), and started again with restart(). The publisher and ingest reconnect by
  * themselves; ingest's persistent session brings back what was queued for it.
- * DRILL_BROKER_SUBSCRIPTION=plain runs ingest with a plain subscription instead of the
- * shared one (GANTRY_INGEST_SHARED_GROUP empty), for comparison.
+ * Ingest subscribes plainly (GANTRY_INGEST_SHARED_GROUP empty), as one ingest process on
+ * Mosquitto should (docker-compose.yml): Mosquitto 2.0 does not keep shared subscriptions
+ * across a restart. DRILL_BROKER_SUBSCRIPTION=shared runs it through the shared group
+ * instead, to show what that costs.
  */
 export async function brokerRestartDrill({ report, cleanup, messages, devices }: DrillContext): Promise<void> {
   const downSeconds = Number(process.env.DRILL_BROKER_DOWN_SECONDS ?? 10);
-  const plain = process.env.DRILL_BROKER_SUBSCRIPTION === 'plain';
+  const plain = process.env.DRILL_BROKER_SUBSCRIPTION !== 'shared';
   const db = await createDrillDatabase('broker');
   cleanup.add(`database ${db.name}`, () => db.drop());
   const broker = await startTestBroker();
   cleanup.add('broker', () => broker.stop());
   report.step(`database ${db.name} migrated, Mosquitto on port ${broker.port}`);
-  if (plain) report.step('ingest subscribes plainly (DRILL_BROKER_SUBSCRIPTION=plain), not through a shared group');
+  report.step(
+    plain
+      ? 'ingest subscribes plainly, as one ingest process on Mosquitto should (DRILL_BROKER_SUBSCRIPTION=shared for the shared group)'
+      : 'ingest subscribes through the shared group (DRILL_BROKER_SUBSCRIPTION=shared): Mosquitto 2.0 does not keep it across a restart',
+  );
 
   await runIngestDrill({ report, cleanup, label: 'broker', databaseUrl: db.url, pool: db.pool, brokerUrl: broker.url, messages, devices, ...(plain ? { ingestEnv: { GANTRY_INGEST_SHARED_GROUP: '' } } : {}) }, async (system) => {
     const total = system.plan.total;
