@@ -54,6 +54,24 @@ interface Attempt {
   connack: IConnackPacket;
 }
 
+/**
+ * mqtt.js takes only acknowledgements and PINGRESP as signs of life, not PUBLISH: after
+ * 1.5 × keepalive without them it drops the connection. A subscriber reading a backlog
+ * (its window full, the PINGRESP queued behind megabytes of messages) hit that again and
+ * again under sustained load, and each reconnect brought its whole window back as
+ * redeliveries. Any packet from the broker proves the connection alive; a dead one
+ * sends none, so the ping and its timeout still catch it.
+ */
+function keepAliveOnAnyPacket(client: MqttClient): void {
+  let last = 0;
+  client.on('packetreceive', () => {
+    const now = Date.now();
+    if (now - last < 1000) return;
+    last = now;
+    client.reschedulePing();
+  });
+}
+
 function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Attempt | 'unsupported'> {
   const receiveMaximum = Math.min(65535, options.maxInFlight);
   const clientOptions: IClientOptions = {
@@ -71,6 +89,7 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
     ...(version === 5 ? { properties: { sessionExpiryInterval: options.sessionExpirySeconds, receiveMaximum } } : {}),
   };
   const client = mqtt.connect(options.url, clientOptions);
+  keepAliveOnAnyPacket(client);
   const acks = attachDeferredAcks(client, {
     // The broker should keep to our Receive Maximum (MQTT 5), but Mosquitto 2.0 stops
     // counting once PUBACKs flow (the drills saw ~500,000 in flight against 20,000), and
