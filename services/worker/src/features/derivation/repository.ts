@@ -35,9 +35,12 @@ export async function claimDirtyDevices(client: PoolClient, limit: number): Prom
        SELECT device_id FROM derivation_queue ORDER BY marked_at LIMIT $2
      ), claimed AS MATERIALIZED (
        SELECT device_id FROM candidates WHERE pg_try_advisory_lock($1::int, hashtext(device_id::text)) LIMIT $3
+     ), locked AS MATERIALIZED (
+       -- Row locks in device order, as ingest's markDirty takes them: no deadlock between the two.
+       SELECT q.device_id FROM derivation_queue q WHERE q.device_id IN (SELECT device_id FROM claimed) ORDER BY q.device_id FOR UPDATE
      )
      UPDATE derivation_queue q SET new_from = 'infinity'
-       FROM claimed WHERE q.device_id = claimed.device_id
+       FROM locked WHERE q.device_id = locked.device_id
      RETURNING q.device_id, q.tenant_id, q.dirty_from`,
     [CLAIM_LOCK_SPACE, limit * 4, limit],
   );
@@ -429,6 +432,12 @@ export async function saveDerivationState(client: PoolClient, outputs: DeviceOut
  * this run stopped.
  */
 export async function settleClaims(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
+  if (outputs.length === 0) return;
+  // Every row this settles, locked first and in device order, as ingest's markDirty takes
+  // them; the statements below then wait for nothing (they used to deadlock with ingest).
+  await client.query(`/* worker:lockClaimedRows */ SELECT 1 FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) ORDER BY device_id FOR UPDATE`, [
+    outputs.map((o) => o.deviceId),
+  ]);
   const done = outputs.filter((o) => o.continueFrom === null).map((o) => o.deviceId);
   if (done.length > 0) {
     await client.query(`/* worker:dequeueDerived */ DELETE FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) AND new_from = 'infinity'`, [done]);
