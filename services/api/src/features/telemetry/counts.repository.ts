@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { goldRelation, liveDefinition, readGoldCoverage, type GoldCoverage, type Queryable } from '@gantry/db';
-import { sharedAnswers } from './shared-answers.ts';
+import { idSetKey, PRESENT_MS, reachesPresent, sharedAnswers } from './shared-answers.ts';
 
 // Per-device message and reading counts for any [from, to), from the hourly gold
 // relations where they hold (whole hours before the coverage watermark, none pending)
@@ -15,8 +14,6 @@ const HOUR_MS = 3_600_000;
  * answer is reused briefly (shared-answers.ts; at most 30 s, docs/telemetry-api.md).
  */
 const presentAnswers = sharedAnswers<Record<string, unknown>[]>();
-/** A range ending this close to now is about the present. */
-const PRESENT_MS = 60_000;
 
 export interface CountsQuery {
   tenantId: string;
@@ -92,12 +89,11 @@ async function hourlyCounts(db: Queryable, spec: CountSpec, query: CountsQuery):
         values,
       )
       .then((result) => result.rows);
-  if (to < Date.now() - PRESENT_MS) return { rows: await run(), coverage };
-  const devices = createHash('sha1').update([...query.deviceIds].sort().join(',')).digest('base64url');
+  if (!reachesPresent(to)) return { rows: await run(), coverage };
   // Default ranges move with the clock at both ends: questions within the same minute of
   // `from` are the same question.
   const minute = (ms: number) => Math.floor(ms / PRESENT_MS);
-  const key = [spec.relation, query.tenantId, devices, minute(from), minute(goldFrom), minute(goldTo)].join('|');
+  const key = [spec.relation, query.tenantId, idSetKey(query.deviceIds), minute(from), minute(goldFrom), minute(goldTo)].join('|');
   return { rows: await presentAnswers.get(key, run), coverage };
 }
 

@@ -12,6 +12,18 @@
  *
  * Per process, bounded to `maxEntries` keys; a failed computation is forgotten at once.
  */
+import { createHash } from 'node:crypto';
+
+/** A range ending this close to now is about the present: its answer may be shared. */
+export const PRESENT_MS = 60_000;
+
+export const reachesPresent = (toMs: number): boolean => toMs >= Date.now() - PRESENT_MS;
+
+/** A short, order-independent key part for a set of ids (a scope's devices or assets). */
+export function idSetKey(ids: readonly string[]): string {
+  return createHash('sha1').update([...ids].sort().join(',')).digest('base64url');
+}
+
 export interface SharedAnswerOptions {
   slowMs?: number;
   reuseFactor?: number;

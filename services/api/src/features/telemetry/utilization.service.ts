@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { readUtilization, utilizationFigures, type GoldCoverage, type Queryable, type UtilizationQuery, type UtilizationResult, type UtilizationRow } from '@gantry/db';
 import type { ResolvedRange } from '../../http/query.ts';
 import type { Bucket, GroupBy } from './params.ts';
 import { round, type TelemetryScope } from './sql.ts';
-import { sharedAnswers } from './shared-answers.ts';
+import { idSetKey, reachesPresent, sharedAnswers } from './shared-answers.ts';
 import { listTelemetryAssets, type AssetRefBody } from './telemetry-assets.repository.ts';
 
 const BUCKET_SECONDS: Record<Bucket, number> = { hour: 3600, day: 86_400 };
@@ -54,17 +53,15 @@ const zeroSums = {
  * the range to whole buckets anyway.
  */
 const presentPages = sharedAnswers<UtilizationResult>();
-const PRESENT_MS = 60_000;
 const SHARED_PAGE_LIMIT = 500;
 
 function readUtilizationShared(db: Queryable, query: UtilizationQuery): Promise<UtilizationResult> {
   const widthMs = BUCKET_SECONDS[query.bucket] * 1000;
   const to = query.to.getTime();
-  if (to < Date.now() - PRESENT_MS || (query.limit ?? 0) > SHARED_PAGE_LIMIT) return readUtilization(db, query);
-  const assets = createHash('sha1').update([...query.assetIds].sort().join(',')).digest('base64url');
+  if (!reachesPresent(to) || (query.limit ?? 0) > SHARED_PAGE_LIMIT) return readUtilization(db, query);
   const key = [
     query.tenantId,
-    assets,
+    idSetKey(query.assetIds),
     query.bucket,
     query.groupBy,
     Math.floor(query.from.getTime() / widthMs),
