@@ -12,7 +12,13 @@ const config = loadConfig();
 if (!config.databaseUrl) throw new Error('GANTRY_DATABASE_URL is required');
 const pool = createPool(config.databaseUrl, { max: config.dbPoolSize, applicationName: 'gantry-bench-api' });
 const server = await startApiServer(
-  { config, pool, logger: silentLogger(), outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }), readiness: {} },
+  {
+    config,
+    pool,
+    logger: silentLogger(),
+    outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }),
+    readiness: {},
+  },
   { host: '127.0.0.1', port: 0 },
 );
 process.stdout.write(`${JSON.stringify({ url: server.url })}\n`);

@@ -70,11 +70,14 @@ async function seed(pool: Pool): Promise<Seed> {
   const tenant = await provisioning.createTenant(deps, { name: 'Bench terminal' });
   const t = tenant.id;
   const tenantKey = (await provisioning.createApiKey(deps, t, { name: 'bench tenant key' })).key;
-  const customerKey = (await provisioning.createApiKey(deps, t, { name: 'bench customer key', customerName: 'Customer 03' })).key;
+  const customerKey = (
+    await provisioning.createApiKey(deps, t, { name: 'bench customer key', customerName: 'Customer 03' })
+  ).key;
   const type = await provisioning.createAssetType(deps, t, { name: 'Straddle carrier' });
   const anchor = new Date(Math.floor(Date.now() / HOUR) * HOUR);
   const start = new Date(anchor.getTime() - HISTORY_DAYS * DAY);
-  const run = (label: string, sql: string, params: unknown[] = [t, start, anchor]) => timed(label, () => pool.query(sql, params));
+  const run = (label: string, sql: string, params: unknown[] = [t, start, anchor]) =>
+    timed(label, () => pool.query(sql, params));
 
   await run(
     'assets and devices',
@@ -194,7 +197,9 @@ async function seed(pool: Pool): Promise<Seed> {
   );
   await pool.query(`INSERT INTO service_request_counters (tenant_id, last_seq) VALUES ($1, 5000)`, [t]);
 
-  const assetId = (await pool.query<{ id: string }>(`SELECT id FROM assets WHERE tenant_id = $1 ORDER BY identifier LIMIT 1`, [t])).rows[0]!.id;
+  const assetId = (
+    await pool.query<{ id: string }>(`SELECT id FROM assets WHERE tenant_id = $1 ORDER BY identifier LIMIT 1`, [t])
+  ).rows[0]!.id;
   return {
     version: SEED_VERSION,
     tenantId: t,
@@ -216,8 +221,11 @@ async function refreshAllGold(pool: Pool, storageMode: StorageMode): Promise<voi
 
 async function prepare(): Promise<{ url: string; seed: Seed; storageMode: StorageMode }> {
   const url = withDatabase(benchServerUrl(), DATABASE);
-  if (args.has('--reseed')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
-  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
+  if (args.has('--reseed'))
+    await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+  const exists = await onServer(
+    async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1,
+  );
   if (exists) {
     const pool = createPool(url, { max: 2 });
     try {
@@ -225,7 +233,9 @@ async function prepare(): Promise<{ url: string; seed: Seed; storageMode: Storag
         .query<{ value: Seed }>(`SELECT value FROM gantry_meta WHERE key = 'bench:api'`)
         .then((result) => result.rows[0]?.value)
         .catch(() => undefined);
-      const mode = await pool.query<{ value: StorageMode }>(`SELECT value #>> '{}' AS value FROM gantry_meta WHERE key = 'storage_mode'`).catch(() => null);
+      const mode = await pool
+        .query<{ value: StorageMode }>(`SELECT value #>> '{}' AS value FROM gantry_meta WHERE key = 'storage_mode'`)
+        .catch(() => null);
       const recorded = mode?.rows[0]?.value;
       const sameMode = recorded !== undefined && (STORAGE_MODE === 'auto' || STORAGE_MODE === recorded);
       if (marker?.version === SEED_VERSION && Date.now() - Date.parse(marker.anchor) < 12 * HOUR && sameMode) {
@@ -238,7 +248,9 @@ async function prepare(): Promise<{ url: string; seed: Seed; storageMode: Storag
     await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
   }
   await onServer((client) => client.query(`CREATE DATABASE ${DATABASE}`));
-  const { storageMode } = await timed('migrate', () => migrateDatabase(url, { storageMode: STORAGE_MODE, retention: { bronzeDays: 14, readingDays: 400 } }));
+  const { storageMode } = await timed('migrate', () =>
+    migrateDatabase(url, { storageMode: STORAGE_MODE, retention: { bronzeDays: 14, readingDays: 400 } }),
+  );
   log(`storage mode: ${storageMode}`);
   const pool = createPool(url, { max: 4 });
   try {
@@ -307,7 +319,13 @@ async function load(url: string, scenario: Scenario, amount: number, record: boo
   let instance!: autocannon.Instance;
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     instance = autocannon(
-      { url: `${url}/api/external/v1${scenario.path}`, headers: { 'x-api-key': scenario.key }, connections: CONCURRENCY, amount, timeout: 30 },
+      {
+        url: `${url}/api/external/v1${scenario.path}`,
+        headers: { 'x-api-key': scenario.key },
+        connections: CONCURRENCY,
+        amount,
+        timeout: 30,
+      },
       (error, finished) => (error ? reject(error) : resolve(finished)),
     );
     instance.on('response', (_client, statusCode, _bytes, responseTime) => {
@@ -341,7 +359,14 @@ async function timeExport(api: ApiProcess, path: string, key: string) {
   clearInterval(sampler);
   peak = Math.max(peak, api.rssKb());
   if (response.status !== 200) throw new Error(`${path} answered ${response.status}`);
-  return { seconds, bytes, newlines, baselineMb: baseline / 1024, peakMb: peak / 1024, truncated: response.headers.get('x-export-truncated') };
+  return {
+    seconds,
+    bytes,
+    newlines,
+    baselineMb: baseline / 1024,
+    peakMb: peak / 1024,
+    truncated: response.headers.get('x-export-truncated'),
+  };
 }
 
 const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : '—');
@@ -363,22 +388,62 @@ async function main(): Promise<void> {
     { name: 'devices, search', path: '/telemetry/devices?q=sc-04', key: t, target: 50 },
     { name: 'devices, status filter', path: '/telemetry/devices?status=online', key: t, target: 50 },
     { name: 'asset state', path: `/telemetry/assets/${seed.assetId}/state`, key: t, target: 50 },
-    { name: 'positions, 24 h at 1min, 500', path: `/telemetry/assets/${seed.assetId}/positions?${lastDay}&limit=500`, key: t, target: 50 },
+    {
+      name: 'positions, 24 h at 1min, 500',
+      path: `/telemetry/assets/${seed.assetId}/positions?${lastDay}&limit=500`,
+      key: t,
+      target: 50,
+    },
     { name: 'usage sessions, 7 days', path: `/telemetry/usage-sessions?${lastWeek}`, key: t, target: 50 },
     { name: 'usage sessions, page 50', path: `/telemetry/usage-sessions?${lastWeek}&offset=5000`, key: t, target: 50 },
     { name: 'usage sessions, customer key', path: `/telemetry/usage-sessions?${lastWeek}`, key: c, target: 50 },
-    { name: 'usage sessions, one asset', path: `/telemetry/usage-sessions?${history}&assetId=${seed.assetId}`, key: t, target: 50 },
-    { name: 'identifier sessions, OP-042', path: `/telemetry/identifier-sessions?${lastWeek}&identifier=OP-042`, key: t, target: 50 },
+    {
+      name: 'usage sessions, one asset',
+      path: `/telemetry/usage-sessions?${history}&assetId=${seed.assetId}`,
+      key: t,
+      target: 50,
+    },
+    {
+      name: 'identifier sessions, OP-042',
+      path: `/telemetry/identifier-sessions?${lastWeek}&identifier=OP-042`,
+      key: t,
+      target: 50,
+    },
     { name: 'operators, 7 days', path: `/telemetry/operators?${lastWeek}`, key: t, target: 50 },
     { name: 'geofences', path: '/telemetry/geofences', key: t, target: 50 },
     { name: 'geofence alerts, 7 days', path: `/telemetry/geofence-alerts?${lastWeek}`, key: t, target: 50 },
     { name: 'utilization fleet/hour 24 h (gold)', path: `/telemetry/utilization?${lastDay}`, key: t, target: 50 },
-    { name: 'utilization asset/hour 24 h (gold)', path: `/telemetry/utilization?${lastDay}&groupBy=asset`, key: t, target: 50 },
-    { name: 'utilization fleet/day 14 d (gold)', path: `/telemetry/utilization?${history}&bucket=day`, key: t, target: 50 },
+    {
+      name: 'utilization asset/hour 24 h (gold)',
+      path: `/telemetry/utilization?${lastDay}&groupBy=asset`,
+      key: t,
+      target: 50,
+    },
+    {
+      name: 'utilization fleet/day 14 d (gold)',
+      path: `/telemetry/utilization?${history}&bucket=day`,
+      key: t,
+      target: 50,
+    },
     { name: 'utilization customer/hour (gold)', path: `/telemetry/utilization?${lastDay}`, key: c, target: 50 },
-    { name: 'container work fleet/day (gold)', path: `/telemetry/container-work?${history}&bucket=day`, key: t, target: 50 },
-    { name: 'utilization fleet/hour 24 h (live)', path: `/telemetry/utilization?from=${iso(anchor - DAY + HOUR)}&to=${iso(anchor + HOUR)}`, key: t, target: null },
-    { name: 'service-request metrics, day', path: `/telemetry/service-request-metrics?${history}&bucket=day`, key: t, target: 50 },
+    {
+      name: 'container work fleet/day (gold)',
+      path: `/telemetry/container-work?${history}&bucket=day`,
+      key: t,
+      target: 50,
+    },
+    {
+      name: 'utilization fleet/hour 24 h (live)',
+      path: `/telemetry/utilization?from=${iso(anchor - DAY + HOUR)}&to=${iso(anchor + HOUR)}`,
+      key: t,
+      target: null,
+    },
+    {
+      name: 'service-request metrics, day',
+      path: `/telemetry/service-request-metrics?${history}&bucket=day`,
+      key: t,
+      target: 50,
+    },
     { name: 'data quality, 24 h', path: `/telemetry/data-quality?${lastDay}`, key: t, target: null },
   ];
 
@@ -403,8 +468,16 @@ async function main(): Promise<void> {
   const exports = [
     { name: 'usage sessions CSV, 50,000 rows', path: `/telemetry/usage-sessions/export.csv?${history}`, target: 1 },
     { name: 'usage sessions XLSX, 50,000 rows', path: `/telemetry/usage-sessions/export.xlsx?${history}`, target: 5 },
-    { name: 'utilization asset/hour CSV, 50,000', path: `/telemetry/utilization/export.csv?${history}&groupBy=asset`, target: 1 },
-    { name: 'utilization asset/hour XLSX, 50,000', path: `/telemetry/utilization/export.xlsx?${history}&groupBy=asset`, target: 5 },
+    {
+      name: 'utilization asset/hour CSV, 50,000',
+      path: `/telemetry/utilization/export.csv?${history}&groupBy=asset`,
+      target: 1,
+    },
+    {
+      name: 'utilization asset/hour XLSX, 50,000',
+      path: `/telemetry/utilization/export.xlsx?${history}&groupBy=asset`,
+      target: 5,
+    },
   ];
   const exportRows: string[] = [];
   for (const item of exports) {
@@ -415,7 +488,9 @@ async function main(): Promise<void> {
     const peak = Math.max(...runs.map((run) => run.peakMb));
     const verdict = median.seconds < item.target ? 'ok' : 'OVER';
     if (verdict === 'OVER') over += 1;
-    const rowsOut = item.path.includes('.csv') ? `${median.newlines - 1} rows` : `${(median.bytes / 1e6).toFixed(1)} MB`;
+    const rowsOut = item.path.includes('.csv')
+      ? `${median.newlines - 1} rows`
+      : `${(median.bytes / 1e6).toFixed(1)} MB`;
     const line = `${pad(item.name, 40)} ${fmt(median.seconds, 2).padStart(6)} s (median of 3, ${rowsOut}, truncated ${median.truncated})  target < ${item.target} s  ${verdict}  API RSS ${fmt(median.baselineMb, 0)} → peak ${fmt(peak, 0)} MB`;
     exportRows.push(line);
     log(line);
@@ -423,7 +498,9 @@ async function main(): Promise<void> {
   const hwm = api.peakKb() / 1024;
 
   api.child.kill('SIGTERM');
-  process.stdout.write(`\n== pnpm bench:api (${storageMode} mode, ${ASSETS} assets, ${HISTORY_DAYS} days; concurrency ${CONCURRENCY}; shared machine: indicative) ==\n`);
+  process.stdout.write(
+    `\n== pnpm bench:api (${storageMode} mode, ${ASSETS} assets, ${HISTORY_DAYS} days; concurrency ${CONCURRENCY}; shared machine: indicative) ==\n`,
+  );
   for (const line of [...rows, '', ...exportRows]) process.stdout.write(`${line}\n`);
   process.stdout.write(`API process peak RSS over the whole run: ${fmt(hwm, 0)} MB; ${over} figure(s) over target\n`);
   if (args.has('--drop')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));

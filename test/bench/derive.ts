@@ -25,7 +25,15 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { loadConfig } from '@gantry/config';
-import { checkTimescaleAvailability, createOutbox, createPool, migrateDatabase, readUtilization, type Pool, type StorageMode } from '@gantry/db';
+import {
+  checkTimescaleAvailability,
+  createOutbox,
+  createPool,
+  migrateDatabase,
+  readUtilization,
+  type Pool,
+  type StorageMode,
+} from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { deriveDirtyDevices, type DerivationDeps } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
@@ -71,10 +79,14 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
   const database = `gantry_bench_derive_${mode}`;
   const url = withDatabase(benchServerUrl(), database);
   const marker = `derive-bench-v1:${DEVICES}x${DAYS}`;
-  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1);
+  const exists = await onServer(
+    async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1,
+  );
   if (exists && !args.has('--reseed')) {
     const pool = createPool(url, { max: WORKERS + 4 });
-    const { rows } = await pool.query<{ value: { marker: string; start: number; end: number } }>(`SELECT value FROM gantry_meta WHERE key = 'bench:derive'`);
+    const { rows } = await pool.query<{ value: { marker: string; start: number; end: number } }>(
+      `SELECT value FROM gantry_meta WHERE key = 'bench:derive'`,
+    );
     if (rows[0]?.value.marker === marker) {
       log(`reusing the seeded ${database} (${DEVICES} devices × ${DAYS} days); --reseed rebuilds it`);
       return { pool, url, start: rows[0].value.start, end: rows[0].value.end };
@@ -90,7 +102,9 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
   await pool.query(`ALTER DATABASE ${database} SET synchronous_commit = off`);
   if (mode === 'timescaledb') {
     // Compression and retention jobs would rewrite chunks under the benchmark.
-    await pool.query(`SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`);
+    await pool.query(
+      `SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`,
+    );
   }
   const end = Math.floor(Date.now() / (INTERVAL_S * 1000)) * INTERVAL_S * 1000 - 10 * 60_000;
   const start = end - DAYS * DAY;
@@ -139,7 +153,9 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
         ) x`,
       [TENANT, DEVICES, day * slotsPerDay, (day + 1) * slotsPerDay, start, INTERVAL_S * 1000],
     );
-    log(`seeded day ${day + 1}/${DAYS}: ${(DEVICES * slotsPerDay).toLocaleString()} readings in ${((performance.now() - dayStart) / 1000).toFixed(1)} s`);
+    log(
+      `seeded day ${day + 1}/${DAYS}: ${(DEVICES * slotsPerDay).toLocaleString()} readings in ${((performance.now() - dayStart) / 1000).toFixed(1)} s`,
+    );
   }
   const indexStarted = performance.now();
   await pool.query(`SET maintenance_work_mem = '512MB'`);
@@ -148,7 +164,9 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
   await pool.query(`CREATE INDEX telemetry_readings_asset_ts_idx ON telemetry_readings (asset_id, ts)`);
   await pool.query('ANALYZE telemetry_readings');
   log(`indexes rebuilt in ${((performance.now() - indexStarted) / 1000).toFixed(0)} s`);
-  log(`seed: ${(DEVICES * slotsPerDay * DAYS).toLocaleString()} readings in ${((performance.now() - seedStarted) / 1000).toFixed(0)} s`);
+  log(
+    `seed: ${(DEVICES * slotsPerDay * DAYS).toLocaleString()} readings in ${((performance.now() - seedStarted) / 1000).toFixed(0)} s`,
+  );
   // Positions and reading counts come from silver, which the benchmark does not change:
   // built once here; each run resets only what derivation produces.
   await refreshTimed(pool, mode, 'seed: gold from silver (positions, reading counts) built');
@@ -172,7 +190,10 @@ async function resetDerived(pool: Pool, mode: StorageMode, start: number): Promi
       WHERE relation IN ('utilization_hourly', 'utilization_daily')`,
     [mode === 'postgres' ? 'rebuild' : 'pending'],
   );
-  await pool.query(`DELETE FROM telemetry_readings WHERE tenant_id = $1 AND ts >= $2`, [TENANT, new Date(start + DAYS * DAY)]);
+  await pool.query(`DELETE FROM telemetry_readings WHERE tenant_id = $1 AND ts >= $2`, [
+    TENANT,
+    new Date(start + DAYS * DAY),
+  ]);
   await pool.query(
     `INSERT INTO derivation_queue (device_id, tenant_id, dirty_from, marked_at)
      SELECT id, tenant_id, $2, now() FROM devices WHERE tenant_id = $1`,
@@ -232,7 +253,12 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
   let inserted = 0;
 
   const started = performance.now();
-  const deviceIds = (await pool.query<{ id: string; asset_id: string }>(`SELECT id, asset_id FROM devices WHERE tenant_id = $1 ORDER BY id`, [TENANT])).rows;
+  const deviceIds = (
+    await pool.query<{ id: string; asset_id: string }>(
+      `SELECT id, asset_id FROM devices WHERE tenant_id = $1 ORDER BY id`,
+      [TENANT],
+    )
+  ).rows;
   // Each device's readings advance 1 ms per reading from now, so ts are unique and current.
   const cursor = new Map<string, number>();
   const writerLoop = async () => {
@@ -320,10 +346,14 @@ async function prepareQueryDatabase(mode: StorageMode): Promise<{ pool: Pool; fr
   const database = `gantry_bench_derive_query_${mode}`;
   const url = withDatabase(benchServerUrl(), database);
   const marker = `derive-query-bench-v1:${QUERY_ASSETS}x${QUERY_DAYS}`;
-  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1);
+  const exists = await onServer(
+    async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1,
+  );
   if (exists && !args.has('--reseed')) {
     const pool = createPool(url, { max: 4 });
-    const { rows } = await pool.query<{ value: { marker: string; from: number; to: number } }>(`SELECT value FROM gantry_meta WHERE key = 'bench:derive-query'`);
+    const { rows } = await pool.query<{ value: { marker: string; from: number; to: number } }>(
+      `SELECT value FROM gantry_meta WHERE key = 'bench:derive-query'`,
+    );
     if (rows[0]?.value.marker === marker) {
       log(`reusing the seeded ${database} (${QUERY_ASSETS} assets × ${QUERY_DAYS} days of segments)`);
       return { pool, from: rows[0].value.from, to: rows[0].value.to };
@@ -336,7 +366,10 @@ async function prepareQueryDatabase(mode: StorageMode): Promise<{ pool: Pool; fr
   });
   await migrateDatabase(url, { storageMode: mode, retention: { bronzeDays: 14, readingDays: 400 } });
   const pool = createPool(url, { max: 4 });
-  if (mode === 'timescaledb') await pool.query(`SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`);
+  if (mode === 'timescaledb')
+    await pool.query(
+      `SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`,
+    );
   const to = Math.floor(Date.now() / DAY) * DAY;
   const from = to - QUERY_DAYS * DAY;
   await pool.query(`INSERT INTO tenants (id, name) VALUES ($1, 'Bench query fleet')`, [QUERY_TENANT]);
@@ -365,7 +398,9 @@ async function prepareQueryDatabase(mode: StorageMode): Promise<{ pool: Pool; fr
   await pool.query(`CREATE INDEX telemetry_segments_asset_idx ON telemetry_segments (asset_id, start_ts)`);
   await pool.query(`CREATE INDEX telemetry_segments_tenant_idx ON telemetry_segments (tenant_id, start_ts)`);
   await pool.query('ANALYZE telemetry_segments');
-  log(`query fleet: ${(QUERY_ASSETS * QUERY_DAYS * 24 * 4).toLocaleString()} segments seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  log(
+    `query fleet: ${(QUERY_ASSETS * QUERY_DAYS * 24 * 4).toLocaleString()} segments seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   await refreshTimed(pool, mode, 'query fleet: gold built from scratch');
   await pool.query('ANALYZE');
   await pool.query(
@@ -376,8 +411,16 @@ async function prepareQueryDatabase(mode: StorageMode): Promise<{ pool: Pool; fr
 }
 
 async function queryTimes(pool: Pool, range: { from: number; to: number }): Promise<void> {
-  const assetIds = (await pool.query<{ id: string }>(`SELECT id FROM assets WHERE tenant_id = $1`, [QUERY_TENANT])).rows.map((r) => r.id);
-  const base = { tenantId: QUERY_TENANT, assetIds, from: new Date(range.from), to: new Date(range.to), bucket: 'hour' as const };
+  const assetIds = (
+    await pool.query<{ id: string }>(`SELECT id FROM assets WHERE tenant_id = $1`, [QUERY_TENANT])
+  ).rows.map((r) => r.id);
+  const base = {
+    tenantId: QUERY_TENANT,
+    assetIds,
+    from: new Date(range.from),
+    to: new Date(range.to),
+    bucket: 'hour' as const,
+  };
   const measure = async (label: string, query: Parameters<typeof readUtilization>[1], runs: number) => {
     const times: number[] = [];
     let rows = 0;
@@ -410,7 +453,9 @@ async function queryTimes(pool: Pool, range: { from: number; to: number }): Prom
 
 async function main(): Promise<void> {
   const mode = await chooseMode();
-  log(`bench:derive — ${mode} mode, ${DEVICES} devices × ${DAYS} days at one reading every ${INTERVAL_S} s; the machine is shared, figures are indicative`);
+  log(
+    `bench:derive — ${mode} mode, ${DEVICES} devices × ${DAYS} days at one reading every ${INTERVAL_S} s; the machine is shared, figures are indicative`,
+  );
   const { pool, url, start } = await prepare(mode);
   try {
     if (args.has('--skip-backlog')) {

@@ -34,7 +34,10 @@ const client = mqtt.connect(process.env.MQTT_URL!, {
 client.handleMessage = (packet, callback) => {
   const receivedAt = Date.now();
   const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-  const message = parseMessage({ topic: packet.topic, payload, receivedAt }, { maxPayloadBytes: 65536, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now: receivedAt } });
+  const message = parseMessage(
+    { topic: packet.topic, payload, receivedAt },
+    { maxPayloadBytes: 65536, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now: receivedAt } },
+  );
   const device = message.deviceKey ? devices.get(message.deviceKey) : undefined;
   const reading = device ? message.readings[0] : undefined;
   const r = reading as Record<string, unknown> | undefined;

@@ -21,7 +21,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createPool, migrateDatabase, withTransaction, type Pool, type RequestedStorageMode } from '@gantry/db';
 import { parseMessage, type ParsedMessage } from '@gantry/ingest';
-import { createPublisher, encodeMessage, fleetTraffic, publishMessages, toBatches, type SimulatedMessage } from '@gantry/simulator';
+import {
+  createPublisher,
+  encodeMessage,
+  fleetTraffic,
+  publishMessages,
+  toBatches,
+  type SimulatedMessage,
+} from '@gantry/simulator';
 import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
 
@@ -30,7 +37,10 @@ const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200_000);
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 300);
 const NAIVE_SECONDS = Number(process.env.BENCH_NAIVE_SECONDS ?? 15);
 const STORAGE_MODE = (process.env.BENCH_STORAGE_MODE ?? 'auto') as RequestedStorageMode;
-const serverUrl = process.env.GANTRY_BENCH_DATABASE_URL ?? process.env.GANTRY_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const serverUrl =
+  process.env.GANTRY_BENCH_DATABASE_URL ??
+  process.env.GANTRY_TEST_DATABASE_URL ??
+  'postgresql://postgres@127.0.0.1:5432/postgres';
 
 const now = () => performance.timeOrigin + performance.now();
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -64,7 +74,11 @@ interface Child {
 }
 
 function startChild(script: string, env: Record<string, string>, nodeOptions: string[] = []): Child {
-  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   const waiters: Array<() => void> = [];
   const collect = (chunk: Buffer) => {
@@ -117,17 +131,18 @@ function rssOf(pid: number): { rss: number; peak: number } {
 }
 
 async function provision(pool: Pool, deviceIds: string[]): Promise<void> {
-  const { rows } = await pool.query<{ id: string }>(`INSERT INTO tenants (name) VALUES ('Bench terminal') RETURNING id`);
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO tenants (name) VALUES ('Bench terminal') RETURNING id`,
+  );
   const tenantId = rows[0]!.id;
   const assets = await pool.query<{ id: string; identifier: string }>(
     `INSERT INTO assets (tenant_id, name, identifier) SELECT $1, id, id FROM unnest($2::text[]) AS id RETURNING id, identifier`,
     [tenantId, deviceIds],
   );
-  await pool.query(`INSERT INTO devices (tenant_id, device_id, asset_id) SELECT $1, d, a FROM unnest($2::text[], $3::uuid[]) AS u(d, a)`, [
-    tenantId,
-    assets.rows.map((row) => row.identifier),
-    assets.rows.map((row) => row.id),
-  ]);
+  await pool.query(
+    `INSERT INTO devices (tenant_id, device_id, asset_id) SELECT $1, d, a FROM unnest($2::text[], $3::uuid[]) AS u(d, a)`,
+    [tenantId, assets.rows.map((row) => row.identifier), assets.rows.map((row) => row.id)],
+  );
 }
 
 async function truncate(pool: Pool): Promise<void> {
@@ -146,21 +161,33 @@ async function main(): Promise<void> {
   let pool: Pool | null = null;
   try {
     process.stderr.write(`migrating ${database}…\n`);
-    const { storageMode } = await migrateDatabase(databaseUrl, { storageMode: STORAGE_MODE, retention: { bronzeDays: 14, readingDays: 400 } });
+    const { storageMode } = await migrateDatabase(databaseUrl, {
+      storageMode: STORAGE_MODE,
+      retention: { bronzeDays: 14, readingDays: 400 },
+    });
     pool = createPool(databaseUrl, { max: 4, applicationName: 'gantry-bench' });
     const run = randomBytes(2).toString('hex');
-    const deviceIds = Array.from({ length: DEVICES }, (_, index) => `bench-${run}-${String(index + 1).padStart(4, '0')}`);
+    const deviceIds = Array.from(
+      { length: DEVICES },
+      (_, index) => `bench-${run}-${String(index + 1).padStart(4, '0')}`,
+    );
     await provision(pool, deviceIds);
     broker = await startTestBroker();
 
     const start = Date.now() - 6 * 3_600_000;
-    const traffic = (seed: number): SimulatedMessage[] => [...fleetTraffic({ deviceIds, count: MESSAGES, start: start + seed * 3_600_000, stepMs: 20, seed })];
+    const traffic = (seed: number): SimulatedMessage[] => [
+      ...fleetTraffic({ deviceIds, count: MESSAGES, start: start + seed * 3_600_000, stepMs: 20, seed }),
+    ];
     const sample = traffic(0).slice(0, 1000);
-    const averageBytes = sample.reduce((sum, message) => sum + Buffer.byteLength(encodeMessage(message).payload), 0) / sample.length;
+    const averageBytes =
+      sample.reduce((sum, message) => sum + Buffer.byteLength(encodeMessage(message).payload), 0) / sample.length;
     const publisher = await createPublisher({ mqttUrl: broker.url, connections: 2, window: 2000 });
 
     // 1. Broker relay rate.
-    const plain = startChild('test/bench/ingest-plain-subscriber.ts', { MQTT_URL: broker.url, EXPECT: String(MESSAGES) });
+    const plain = startChild('test/bench/ingest-plain-subscriber.ts', {
+      MQTT_URL: broker.url,
+      EXPECT: String(MESSAGES),
+    });
     children.push(plain);
     await plain.waitFor(/^ready$/);
     let meter = busyMeter();
@@ -185,14 +212,20 @@ async function main(): Promise<void> {
       GANTRY_INGEST_METRICS_PORT: String(await freePort()),
     };
     // BENCH_PROFILE_DIR=/some/dir writes a CPU profile of the ingest process there.
-    const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+    const profile = process.env.BENCH_PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+      : [];
     const nodeFlags = (process.env.BENCH_INGEST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
     const ingest = startChild('services/ingest/src/main.ts', ingestEnv, [...profile, ...nodeFlags]);
     children.push(ingest);
     for (let attempt = 0; ; attempt += 1) {
-      const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then((response) => response.status, () => 0);
+      const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then(
+        (response) => response.status,
+        () => 0,
+      );
       if (status === 200) break;
-      if (ingest.process.exitCode !== null || attempt > 600) throw new Error(`ingest did not start: ${ingest.lines.slice(-5).join('\n')}`);
+      if (ingest.process.exitCode !== null || attempt > 600)
+        throw new Error(`ingest did not start: ${ingest.lines.slice(-5).join('\n')}`);
       await sleep(100);
     }
     const rssIdle = rssOf(ingest.process.pid!).rss;
@@ -224,7 +257,10 @@ async function main(): Promise<void> {
 
     // 3. Naive baseline: one INSERT per message, for a fixed time.
     await truncate(pool);
-    const naive = startChild('test/bench/ingest-naive-baseline.ts', { DATABASE_URL: databaseUrl, MQTT_URL: broker.url });
+    const naive = startChild('test/bench/ingest-naive-baseline.ts', {
+      DATABASE_URL: databaseUrl,
+      MQTT_URL: broker.url,
+    });
     children.push(naive);
     await naive.waitFor(/^ready$/);
     meter = busyMeter();
@@ -246,11 +282,16 @@ async function main(): Promise<void> {
         .map((message) => {
           const { topic, payload } = encodeMessage(message);
           const receivedAt = Date.now();
-          return parseMessage({ topic, payload: Buffer.from(payload), receivedAt }, { maxPayloadBytes: 65536, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now: receivedAt } });
+          return parseMessage(
+            { topic, payload: Buffer.from(payload), receivedAt },
+            { maxPayloadBytes: 65536, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now: receivedAt } },
+          );
         });
       const began = now();
       for (let index = 0; index < messages.length; index += 2000) {
-        await withTransaction(pool, (client) => writeBatch(client, messages.slice(index, index + 2000), { method, oversizedPayloadBytes: 4096 }));
+        await withTransaction(pool, (client) =>
+          writeBatch(client, messages.slice(index, index + 2000), { method, oversizedPayloadBytes: 4096 }),
+        );
       }
       methods[method] = Math.max(methods[method] ?? 0, messages.length / ((now() - began) / 1000));
     }

@@ -58,8 +58,12 @@ async function seed(pool: Pool): Promise<Seed> {
   const tenant = await provisioning.createTenant(deps, { name: 'Bench terminal' });
   const t = tenant.id;
   const tenantKey = (await provisioning.createApiKey(deps, t, { name: 'bench tenant key' })).key;
-  const bigCustomerKey = (await provisioning.createApiKey(deps, t, { name: 'bench big customer', customerName: 'Big Customer' })).key;
-  const customerKey = (await provisioning.createApiKey(deps, t, { name: 'bench customer', customerName: 'Customer 042' })).key;
+  const bigCustomerKey = (
+    await provisioning.createApiKey(deps, t, { name: 'bench big customer', customerName: 'Big Customer' })
+  ).key;
+  const customerKey = (
+    await provisioning.createApiKey(deps, t, { name: 'bench customer', customerName: 'Customer 042' })
+  ).key;
   const now = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000).toISOString();
 
   const client = await pool.connect();
@@ -176,7 +180,10 @@ async function seed(pool: Pool): Promise<Seed> {
         [t, now, SERVICE_REQUESTS],
       ),
     );
-    await client.query(`INSERT INTO service_request_counters (tenant_id, last_seq) VALUES ($1, $2)`, [t, SERVICE_REQUESTS]);
+    await client.query(`INSERT INTO service_request_counters (tenant_id, last_seq) VALUES ($1, $2)`, [
+      t,
+      SERVICE_REQUESTS,
+    ]);
     await timed(`${indexes.length} indexes of inspections and reports`, async () => {
       for (const index of indexes) await client.query(index.definition);
     });
@@ -213,12 +220,17 @@ async function seed(pool: Pool): Promise<Seed> {
 
 async function prepare(): Promise<{ pool: Pool; url: string; seeded: Seed }> {
   const url = withDatabase(benchServerUrl(), DATABASE);
-  if (args.has('--reseed')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
-  const exists = await onServer(async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
+  if (args.has('--reseed'))
+    await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+  const exists = await onServer(
+    async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1,
+  );
   if (!exists) await onServer((client) => client.query(`CREATE DATABASE ${DATABASE}`));
   await migrateDatabase(url, { storageMode: 'postgres' });
   const pool = createPool(url, { max: 20, applicationName: 'gantry-bench' });
-  const { rows } = await pool.query<{ value: Seed & { version: string } }>(`SELECT value FROM gantry_meta WHERE key = 'bench_reporting_seed'`);
+  const { rows } = await pool.query<{ value: Seed & { version: string } }>(
+    `SELECT value FROM gantry_meta WHERE key = 'bench_reporting_seed'`,
+  );
   const existing = rows[0]?.value;
   if (existing?.version === SEED_VERSION) {
     log(`reusing the seed in ${DATABASE} (--reseed to rebuild it)`);
@@ -249,9 +261,12 @@ function percentile(sorted: number[], p: number): number {
 async function runScenario(baseUrl: string, scenario: Scenario) {
   const call = async (index: number) => {
     const started = performance.now();
-    const response = await fetch(`${baseUrl}/api/external/v1${scenario.path(index)}`, { headers: { 'X-API-Key': scenario.key } });
+    const response = await fetch(`${baseUrl}/api/external/v1${scenario.path(index)}`, {
+      headers: { 'X-API-Key': scenario.key },
+    });
     await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`${scenario.name}: ${scenario.path(index)} answered ${response.status}`);
+    if (response.status !== 200)
+      throw new Error(`${scenario.name}: ${scenario.path(index)} answered ${response.status}`);
     return performance.now() - started;
   };
   for (let index = 0; index < CONCURRENCY * 2; index += 1) await call(-1 - index);
@@ -292,7 +307,10 @@ async function waitForHealth(url: string, api: ChildProcess): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (api.exitCode !== null) throw new Error(`the API exited with ${api.exitCode}`);
-    const ok = await fetch(`${url}/healthz`).then((response) => response.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
@@ -340,29 +358,110 @@ async function main(): Promise<void> {
   const scenarios: Scenario[] = [
     // Calibration: the cost of HTTP, the key check and the rate limiter alone on this machine now.
     { name: 'floor: GET /me (no reporting work)', target: 50, key: seeded.tenantKey, path: () => '/me' },
-    { name: 'overview, 1 year, tenant key', target: 100, key: seeded.tenantKey, path: () => `/reporting/overview?${year}` },
+    {
+      name: 'overview, 1 year, tenant key',
+      target: 100,
+      key: seeded.tenantKey,
+      path: () => `/reporting/overview?${year}`,
+    },
     {
       name: 'overview, 1 year, RFC 3339 edges',
       target: 100,
       key: seeded.tenantKey,
-      path: (i) => `/reporting/overview?from=${yearFrom}T${pad(spread(i, 24), 2)}:17:00Z&to=${yearTo}T${pad(spread(i + 7, 24), 2)}:42:00Z`,
+      path: (i) =>
+        `/reporting/overview?from=${yearFrom}T${pad(spread(i, 24), 2)}:17:00Z&to=${yearTo}T${pad(spread(i + 7, 24), 2)}:42:00Z`,
     },
-    { name: 'overview, 1 year, big customer key (10%)', target: 100, key: seeded.bigCustomerKey, path: () => `/reporting/overview?${year}` },
-    { name: 'overview, 1 year, customer key (0.5%)', target: 100, key: seeded.customerKey, path: () => `/reporting/overview?${year}` },
+    {
+      name: 'overview, 1 year, big customer key (10%)',
+      target: 100,
+      key: seeded.bigCustomerKey,
+      path: () => `/reporting/overview?${year}`,
+    },
+    {
+      name: 'overview, 1 year, customer key (0.5%)',
+      target: 100,
+      key: seeded.customerKey,
+      path: () => `/reporting/overview?${year}`,
+    },
     { name: 'overview, all time, tenant key', target: 100, key: seeded.tenantKey, path: () => '/reporting/overview' },
-    { name: 'assets q=<identifier prefix> (~10 hits)', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/assets?q=AS-0${pad(spread(i, 9999), 4)}` },
-    { name: 'assets q=<device id>', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/assets?q=trk-${pad(spread(i, 99_999) + 1, 6)}` },
-    { name: 'inspections q=<operator id> (200 hits)', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/inspections?q=OP-${pad(spread(i, 5000), 5)}` },
-    { name: 'inspections q=<asset identifier>', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/inspections?q=AS-${pad(spread(i, 99_999) + 1, 6)}` },
-    { name: 'reports q=<report ref>', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/reports?q=REP-INS-${spread(i, 999_000) + 1000}` },
-    { name: 'assets page, offset 50k–99.9k', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/assets?offset=${50_000 + spread(i, 49_900)}` },
-    { name: 'assets page, big customer, offset 5k–9.9k', target: 50, key: seeded.bigCustomerKey, path: (i) => `/reporting/assets?offset=${5_000 + spread(i, 4_900)}` },
-    { name: 'inspections page, offset 10k–20k', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/inspections?offset=${10_000 + spread(i, 10_000)}` },
-    { name: 'inspections page, offset 100k–200k', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/inspections?offset=${100_000 + spread(i, 100_000)}` },
-    { name: 'inspections page, offset 500k–900k', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/inspections?offset=${500_000 + spread(i, 400_000)}` },
-    { name: 'inspections page, 1 year, offset 100k–400k', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/inspections?${year}&offset=${100_000 + spread(i, 300_000)}` },
-    { name: 'inspections page, big customer, offset 10k–90k', target: 50, key: seeded.bigCustomerKey, path: (i) => `/reporting/inspections?offset=${10_000 + spread(i, 80_000)}` },
-    { name: 'reports page, offset 500k–900k', target: 50, key: seeded.tenantKey, path: (i) => `/reporting/reports?offset=${500_000 + spread(i, 400_000)}` },
+    {
+      name: 'assets q=<identifier prefix> (~10 hits)',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/assets?q=AS-0${pad(spread(i, 9999), 4)}`,
+    },
+    {
+      name: 'assets q=<device id>',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/assets?q=trk-${pad(spread(i, 99_999) + 1, 6)}`,
+    },
+    {
+      name: 'inspections q=<operator id> (200 hits)',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/inspections?q=OP-${pad(spread(i, 5000), 5)}`,
+    },
+    {
+      name: 'inspections q=<asset identifier>',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/inspections?q=AS-${pad(spread(i, 99_999) + 1, 6)}`,
+    },
+    {
+      name: 'reports q=<report ref>',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/reports?q=REP-INS-${spread(i, 999_000) + 1000}`,
+    },
+    {
+      name: 'assets page, offset 50k–99.9k',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/assets?offset=${50_000 + spread(i, 49_900)}`,
+    },
+    {
+      name: 'assets page, big customer, offset 5k–9.9k',
+      target: 50,
+      key: seeded.bigCustomerKey,
+      path: (i) => `/reporting/assets?offset=${5_000 + spread(i, 4_900)}`,
+    },
+    {
+      name: 'inspections page, offset 10k–20k',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/inspections?offset=${10_000 + spread(i, 10_000)}`,
+    },
+    {
+      name: 'inspections page, offset 100k–200k',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/inspections?offset=${100_000 + spread(i, 100_000)}`,
+    },
+    {
+      name: 'inspections page, offset 500k–900k',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/inspections?offset=${500_000 + spread(i, 400_000)}`,
+    },
+    {
+      name: 'inspections page, 1 year, offset 100k–400k',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/inspections?${year}&offset=${100_000 + spread(i, 300_000)}`,
+    },
+    {
+      name: 'inspections page, big customer, offset 10k–90k',
+      target: 50,
+      key: seeded.bigCustomerKey,
+      path: (i) => `/reporting/inspections?offset=${10_000 + spread(i, 80_000)}`,
+    },
+    {
+      name: 'reports page, offset 500k–900k',
+      target: 50,
+      key: seeded.tenantKey,
+      path: (i) => `/reporting/reports?offset=${500_000 + spread(i, 400_000)}`,
+    },
   ];
 
   const only = process.env.GANTRY_BENCH_ONLY;
@@ -377,7 +476,9 @@ async function main(): Promise<void> {
     lines.push(line);
     log(line);
   }
-  process.stdout.write(`\n${lines.join('\n')}\n\nIndicative figures: the machine is shared; see docs/reporting.md for the conditions.\n`);
+  process.stdout.write(
+    `\n${lines.join('\n')}\n\nIndicative figures: the machine is shared; see docs/reporting.md for the conditions.\n`,
+  );
 
   api.kill('SIGTERM');
   await once(api, 'exit');

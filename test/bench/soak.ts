@@ -65,7 +65,10 @@ const FIXED_RATE = setting('SOAK_RATE', 0);
 const CALIBRATION_SECONDS = setting('SOAK_CALIBRATION_SECONDS', 40);
 const CALIBRATION_BACKLOG = 50_000;
 const DEVICES = Math.max(1, Math.round(setting('SOAK_DEVICES', 1000)));
-const SAMPLE_SECONDS = Math.max(5, setting('SOAK_SAMPLE_SECONDS', Math.min(30, Math.max(10, Math.round(SOAK_SECONDS / 12 / 5) * 5))));
+const SAMPLE_SECONDS = Math.max(
+  5,
+  setting('SOAK_SAMPLE_SECONDS', Math.min(30, Math.max(10, Math.round(SOAK_SECONDS / 12 / 5) * 5))),
+);
 const PROBE_SECONDS = 5;
 const API_CONNECTIONS = Math.max(1, Math.round(setting('SOAK_API_CONNECTIONS', 4)));
 const API_RATE = setting('SOAK_API_RATE', 25);
@@ -81,7 +84,11 @@ const MiB = 1024 * 1024;
 const services: ServiceName[] = ['api', 'ingest', 'worker'];
 const now = () => performance.now();
 const fmt = (value: number, digits = 0) =>
-  Number.isFinite(value) ? value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : value === Infinity ? '∞' : '—';
+  Number.isFinite(value)
+    ? value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : value === Infinity
+      ? '∞'
+      : '—';
 const log = (message: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
@@ -131,7 +138,10 @@ async function provisionSoakFleet(pool: Pool): Promise<Fleet> {
     [fleet.tenantId],
   );
   for (let index = 1; index <= 5; index += 1) {
-    await provisioning.createOperator(deps, fleet.tenantId, { identifier: `OP-${String(index).padStart(3, '0')}`, operatorName: `Operator ${index}` });
+    await provisioning.createOperator(deps, fleet.tenantId, {
+      identifier: `OP-${String(index).padStart(3, '0')}`,
+      operatorName: `Operator ${index}`,
+    });
   }
   // fleetTraffic wanders around the demo yard: most fixes fall inside the allowed zone,
   // some cross the forbidden one, so geofence transitions and alerts have live work.
@@ -143,10 +153,15 @@ async function provisionSoakFleet(pool: Pool): Promise<Fleet> {
   await provisioning.createGeofence(deps, fleet.tenantId, {
     name: 'Quay crane exclusion zone',
     type: 'forbidden',
-    geometry: { type: 'Polygon', coordinates: rectangle(DEMO_YARD.lat + 0.002, DEMO_YARD.lon + 0.002, 0.0008, 0.0012) as never },
+    geometry: {
+      type: 'Polygon',
+      coordinates: rectangle(DEMO_YARD.lat + 0.002, DEMO_YARD.lon + 0.002, 0.0008, 0.0012) as never,
+    },
   });
   const tenantKey = (await provisioning.createApiKey(deps, fleet.tenantId, { name: 'soak tenant key' })).key;
-  const customerKey = (await provisioning.createApiKey(deps, fleet.tenantId, { name: 'soak customer key', customerName: 'Customer A' })).key;
+  const customerKey = (
+    await provisioning.createApiKey(deps, fleet.tenantId, { name: 'soak customer key', customerName: 'Customer A' })
+  ).key;
   await pool.query('ANALYZE');
   return { deviceIds, assetId: fleet.devices[0]!.assetId, tenantKey, customerKey };
 }
@@ -220,11 +235,17 @@ async function main(): Promise<void> {
     await admin.query(`CREATE DATABASE ${database}`);
     cleanup.push([
       `database ${database}`,
-      async () => (KEEP_DATABASE ? log(`kept ${database} (SOAK_KEEP_DATABASE=1)`) : admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)),
+      async () =>
+        KEEP_DATABASE
+          ? log(`kept ${database} (SOAK_KEEP_DATABASE=1)`)
+          : admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`),
     ]);
     const databaseUrl = withDatabase(serverUrl(), database);
     log(`migrating ${database}…`);
-    const { storageMode } = await migrateDatabase(databaseUrl, { storageMode: STORAGE_MODE, retention: { bronzeDays: 14, readingDays: 400 } });
+    const { storageMode } = await migrateDatabase(databaseUrl, {
+      storageMode: STORAGE_MODE,
+      retention: { bronzeDays: 14, readingDays: 400 },
+    });
     const pool = createPool(databaseUrl, { max: 4, applicationName: 'gantry-soak' });
     cleanup.push(['pool', () => pool.end()]);
     const fleet = await provisionSoakFleet(pool);
@@ -237,8 +258,17 @@ async function main(): Promise<void> {
     const common = { GANTRY_DATABASE_URL: databaseUrl, GANTRY_MQTT_URL: broker.url };
     const serviceEnv: Record<ServiceName, Record<string, string>> = {
       // Load, not the limiter, is under test: budgets the rotation never reaches, so a 429 is a real error.
-      api: { ...common, GANTRY_RATE_LIMIT_PER_SECOND: '1000000', GANTRY_RATE_LIMIT_BURST: '1000000', GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '100000' },
-      ingest: { ...common, GANTRY_INGEST_CLIENT_ID: `gantry-soak-ingest-${run}`, GANTRY_INGEST_SHARED_GROUP: `soak-${run}` },
+      api: {
+        ...common,
+        GANTRY_RATE_LIMIT_PER_SECOND: '1000000',
+        GANTRY_RATE_LIMIT_BURST: '1000000',
+        GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '100000',
+      },
+      ingest: {
+        ...common,
+        GANTRY_INGEST_CLIENT_ID: `gantry-soak-ingest-${run}`,
+        GANTRY_INGEST_SHARED_GROUP: `soak-${run}`,
+      },
       worker: { ...common },
     };
     const logs = {} as Record<ServiceName, LogWatch>;
@@ -272,7 +302,9 @@ async function main(): Promise<void> {
       });
       const calibrationBusy = busy();
       rate = Math.max(1, Math.round(calibration.rate / 2));
-      log(`maximum ingest rate ${fmt(calibration.rate)} msg/s (box ${fmt(calibrationBusy)}% busy) → soak at ${fmt(rate)} msg/s`);
+      log(
+        `maximum ingest rate ${fmt(calibration.rate)} msg/s (box ${fmt(calibrationBusy)}% busy) → soak at ${fmt(rate)} msg/s`,
+      );
       await pool.query('TRUNCATE telemetry_readings, device_messages, device_state, derivation_queue');
       await pool.query('ANALYZE telemetry_readings, device_messages, device_state, derivation_queue');
     }
@@ -296,10 +328,14 @@ async function main(): Promise<void> {
     const publishing = childController(signal);
     const soakStarted = now();
     const sentBefore = publisher.stats.sent;
-    const publishDone = publishMessages(publisher, liveFleetTraffic({ deviceIds: fleet.deviceIds, rate, seconds: SOAK_SECONDS }), {
-      rate,
-      signal: publishing.signal,
-    });
+    const publishDone = publishMessages(
+      publisher,
+      liveFleetTraffic({ deviceIds: fleet.deviceIds, rate, seconds: SOAK_SECONDS }),
+      {
+        rate,
+        signal: publishing.signal,
+      },
+    );
     const load = startApiLoad({
       url: api.url,
       endpoints: endpoints(fleet),
@@ -317,7 +353,13 @@ async function main(): Promise<void> {
     const cpu = busyMeter();
     const soakEnd = soakStarted + SOAK_SECONDS * 1000;
     let window = { start: soakStarted, derivationMax: 0, freshnessMax: 0 };
-    let last = { stored: storedBefore, redelivered: redeliveredBefore, sent: sentBefore, receiveLag: receiveLagBefore, commit: commitBefore };
+    let last = {
+      stored: storedBefore,
+      redelivered: redeliveredBefore,
+      sent: sentBefore,
+      receiveLag: receiveLagBefore,
+      commit: commitBefore,
+    };
     let nextProbe = soakStarted + PROBE_SECONDS * 1000;
     let nextRow = soakStarted + SAMPLE_SECONDS * 1000;
     out('');
@@ -332,7 +374,12 @@ async function main(): Promise<void> {
       const t = (now() - soakStarted) / 1000;
       for (const name of services) rss[name].push({ t, bytes: processes[name].rss() });
       const backlogs = await probeBacklogs(pool);
-      probes.push({ t, derivationLag: backlogs.derivationLag, freshness: backlogs.freshness, ingestLockWaits: backlogs.ingestLockWaits });
+      probes.push({
+        t,
+        derivationLag: backlogs.derivationLag,
+        freshness: backlogs.freshness,
+        ingestLockWaits: backlogs.ingestLockWaits,
+      });
       window.derivationMax = Math.max(window.derivationMax, backlogs.derivationLag);
       window.freshnessMax = Math.max(window.freshnessMax, backlogs.freshness);
       for (const name of services) {
@@ -397,7 +444,11 @@ async function main(): Promise<void> {
     let derivationDrained: number | null = null;
     // Waits on ingest's own count of new silver readings (a count(*) over millions of rows
     // every half second would load the database it measures); the database is counted once after.
-    for (const deadline = drainStarted + DRAIN_SECONDS * 1000; now() < deadline; await sleep(500, undefined, { signal })) {
+    for (
+      const deadline = drainStarted + DRAIN_SECONDS * 1000;
+      now() < deadline;
+      await sleep(500, undefined, { signal })
+    ) {
       if (ingestDrained === null) {
         const readings = sum(await scrape(ingest.url), 'gantry_ingest_readings_stored_total') - readingsBefore;
         if (readings >= published) ingestDrained = now();
@@ -411,7 +462,9 @@ async function main(): Promise<void> {
     const statuses = await bronzeStatuses(pool);
     const accepted = statuses.filter((row) => row.status === 'accepted').reduce((total, row) => total + row.n, 0);
     const duplicates = statuses.filter((row) => row.status === 'duplicate').reduce((total, row) => total + row.n, 0);
-    const refused = statuses.filter((row) => row.status !== 'accepted' && row.status !== 'duplicate').reduce((total, row) => total + row.n, 0);
+    const refused = statuses
+      .filter((row) => row.status !== 'accepted' && row.status !== 'duplicate')
+      .reduce((total, row) => total + row.n, 0);
     const gold = await goldState(pool);
     const derived = await derivedCounts(pool);
     const ingestMetrics = await scrape(ingest.url);
@@ -419,7 +472,8 @@ async function main(): Promise<void> {
     const redelivered = sum(ingestMetrics, 'gantry_ingest_messages_redelivered_total') - redeliveredBefore;
     const receiveLagAll = buckets(ingestMetrics, 'gantry_ingest_lag_seconds');
     const commitAll = buckets(ingestMetrics, 'gantry_ingest_commit_seconds');
-    const lockWaitShare = probes.length === 0 ? 0 : (100 * probes.filter((probe) => probe.ingestLockWaits > 0).length) / probes.length;
+    const lockWaitShare =
+      probes.length === 0 ? 0 : (100 * probes.filter((probe) => probe.ingestLockWaits > 0).length) / probes.length;
 
     // Verdict.
     const judged = Math.min(SOAK_SECONDS, rows[rows.length - 1]?.t ?? 0);
@@ -454,7 +508,9 @@ async function main(): Promise<void> {
       ok: maxDerivationLag <= MAX_DERIVATION_LAG && derivationDrained !== null,
       detail:
         `oldest underived reading max ${fmt(maxDerivationLag, 1)} s, middle third ${fmt(derivationThirds.middle, 1)} s, last ${fmt(derivationThirds.last, 1)} s; limit ${MAX_DERIVATION_LAG} s; ` +
-        (derivationDrained === null ? `queue NOT drained ${DRAIN_SECONDS} s after publishing stopped` : `queue drained ${fmt((derivationDrained - drainStarted) / 1000, 1)} s after publishing stopped`),
+        (derivationDrained === null
+          ? `queue NOT drained ${DRAIN_SECONDS} s after publishing stopped`
+          : `queue drained ${fmt((derivationDrained - drainStarted) / 1000, 1)} s after publishing stopped`),
     });
     const achieved = published / publishSeconds;
     checks.push({
@@ -467,7 +523,9 @@ async function main(): Promise<void> {
       ok: ingestDrained !== null && accepted === published && counts.silver === published,
       detail:
         `${fmt(published)} published, ${fmt(accepted)} accepted in bronze (+${fmt(duplicates)} duplicate copies), ${fmt(counts.silver)} silver readings; ` +
-        (ingestDrained === null ? `ingest NOT drained ${DRAIN_SECONDS} s after publishing stopped` : `last reading committed ${fmt((ingestDrained - drainStarted) / 1000, 1)} s after publishing stopped`),
+        (ingestDrained === null
+          ? `ingest NOT drained ${DRAIN_SECONDS} s after publishing stopped`
+          : `last reading committed ${fmt((ingestDrained - drainStarted) / 1000, 1)} s after publishing stopped`),
     });
     const total = (pick: (row: Row) => number) => rows.reduce((acc, row) => acc + pick(row), 0);
     const errorCounts: Array<[string, number]> = [
@@ -491,10 +549,15 @@ async function main(): Promise<void> {
     // Report.
     const apiRequests = apiTotals.reduce((acc, endpoint) => acc + endpoint.requests, 0);
     out('');
-    out(`== pnpm bench:soak — ${storageMode} mode, ${fmt(DEVICES)} devices, ${fmt(judged / 60, 1)} of ${fmt(SOAK_SECONDS / 60, 1)} min ==`);
+    out(
+      `== pnpm bench:soak — ${storageMode} mode, ${fmt(DEVICES)} devices, ${fmt(judged / 60, 1)} of ${fmt(SOAK_SECONDS / 60, 1)} min ==`,
+    );
     out(
       `machine: ${os.cpus().length} cores, load average ${loadAtStart.map((value) => value.toFixed(1)).join(' / ')} at start, ` +
-        `${os.loadavg().map((value) => value.toFixed(1)).join(' / ')} at the end (a shared machine makes every figure indicative)`,
+        `${os
+          .loadavg()
+          .map((value) => value.toFixed(1))
+          .join(' / ')} at the end (a shared machine makes every figure indicative)`,
     );
     out(
       calibration
@@ -509,17 +572,25 @@ async function main(): Promise<void> {
       `ingest: batch write + commit p50 ≤ ${fmt(quantileBound(commitBefore, commitAll, 0.5), 3)} s, p95 ≤ ${fmt(quantileBound(commitBefore, commitAll, 0.95), 2)} s; ` +
         `a writer was waiting for a row lock (worker claim or the other writer) at ${fmt(lockWaitShare)} % of the ${fmt(probes.length)} probes`,
     );
-    out(`bronze: ${statuses.map((row) => `${row.status}${row.error ? ` ${row.error}` : ''} ${fmt(row.n)}`).join(', ')}`);
-    out(`API: ${fmt(apiRequests)} requests (${fmt(apiRequests / publishSeconds, 1)}/s) on ${API_CONNECTIONS} connections — p50 / p95 / max ms per endpoint:`);
+    out(
+      `bronze: ${statuses.map((row) => `${row.status}${row.error ? ` ${row.error}` : ''} ${fmt(row.n)}`).join(', ')}`,
+    );
+    out(
+      `API: ${fmt(apiRequests)} requests (${fmt(apiRequests / publishSeconds, 1)}/s) on ${API_CONNECTIONS} connections — p50 / p95 / max ms per endpoint:`,
+    );
     for (const endpoint of apiTotals) {
       const bad = endpoint.non2xx > 0 ? `   non-2xx ${fmt(endpoint.non2xx)} (5xx ${fmt(endpoint.status5xx)})` : '';
-      out(`  ${endpoint.name.padEnd(30)} ${fmt(endpoint.requests).padStart(7)}  ${fmt(endpoint.p50).padStart(6)} / ${fmt(endpoint.p95).padStart(6)} / ${fmt(endpoint.max).padStart(6)}${bad}`);
+      out(
+        `  ${endpoint.name.padEnd(30)} ${fmt(endpoint.requests).padStart(7)}  ${fmt(endpoint.p50).padStart(6)} / ${fmt(endpoint.p95).padStart(6)} / ${fmt(endpoint.max).padStart(6)}${bad}`,
+      );
     }
     out(
       `RSS MiB: idle after start api ${fmt(idleRss.api / MiB)}, ingest ${fmt(idleRss.ingest / MiB)}; at the end ${services.map((name) => `${name} ${fmt(processes[name].rss() / MiB)}`).join(', ')}; ` +
         `this script ${fmt(process.memoryUsage.rss() / MiB)} (publisher + load generator; it used ${fmt(scriptCpuPercent(cpuAtStart, startedAt))} % of a core)`,
     );
-    out(`stderr: ${services.map((name) => `${name} ${logs[name].errors} error / ${logs[name].warnings} warn / ${logs[name].other} other lines`).join(', ')}`);
+    out(
+      `stderr: ${services.map((name) => `${name} ${logs[name].errors} error / ${logs[name].warnings} warn / ${logs[name].other} other lines`).join(', ')}`,
+    );
     for (const line of services.flatMap((name) => logs[name].samples)) out(`  ${line}`);
     for (const exit of exits) out(`  ${exit}`);
     out('');
@@ -533,7 +604,9 @@ async function main(): Promise<void> {
       const timeout = sleep(30_000).then(() => {
         throw new Error('no answer within 30 s');
       });
-      await Promise.race([step(), timeout]).catch((error: unknown) => log(`clean-up of ${label} failed: ${error instanceof Error ? error.message : String(error)}`));
+      await Promise.race([step(), timeout]).catch((error: unknown) =>
+        log(`clean-up of ${label} failed: ${error instanceof Error ? error.message : String(error)}`),
+      );
     }
   }
   if (failed) process.exitCode = 1;

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction, markDirtySql } from '@gantry/db';
-import { claimDirtyDevices, releaseClaims, settleClaims, type DeviceOutput } from '../../services/worker/src/features/derivation/repository.ts';
+import {
+  claimDirtyDevices,
+  releaseClaims,
+  settleClaims,
+  type DeviceOutput,
+} from '../../services/worker/src/features/derivation/repository.ts';
 import { createDerivationFixture, markDirty, type DerivationFixture } from './helpers.ts';
 
 // The derivation queue's contract: a worker claims devices with session advisory locks,
@@ -18,10 +23,10 @@ describe('derivation claims', () => {
   afterAll(async () => fixture?.drop());
 
   const queueRow = async (deviceUuid: string) =>
-    (await fixture.pool.query(`SELECT dirty_from, new_from FROM derivation_queue WHERE device_id = $1`, [deviceUuid])).rows[0] as
-      | { dirty_from: Date | number; new_from: Date | number }
-      | undefined;
-  const done = (deviceId: string, tenantId: string) => ({ deviceId, tenantId, continueFrom: null }) as unknown as DeviceOutput;
+    (await fixture.pool.query(`SELECT dirty_from, new_from FROM derivation_queue WHERE device_id = $1`, [deviceUuid]))
+      .rows[0] as { dirty_from: Date | number; new_from: Date | number } | undefined;
+  const done = (deviceId: string, tenantId: string) =>
+    ({ deviceId, tenantId, continueFrom: null }) as unknown as DeviceOutput;
 
   it('lets ingest mark a device while a worker derives it, and queues what was marked meanwhile', async () => {
     const [device, other] = fixture.devices;
@@ -45,7 +50,9 @@ describe('derivation claims', () => {
         // Ingest stores a later reading of the device being derived: no wait (a lock wait
         // would hit the statement timeout).
         await ingest.query(`SET statement_timeout = 2000`);
-        await inTransaction(ingest, (client) => client.query(markDirtySql, [[device!.id], [fixture.tenantId], [new Date(t0 + HOUR)]]));
+        await inTransaction(ingest, (client) =>
+          client.query(markDirtySql, [[device!.id], [fixture.tenantId], [new Date(t0 + HOUR)]]),
+        );
         expect(await queueRow(device!.id)).toMatchObject({ dirty_from: new Date(t0), new_from: new Date(t0 + HOUR) });
         await settleClaims(transaction, [done(device!.id, fixture.tenantId), done(other!.id, fixture.tenantId)]);
       });

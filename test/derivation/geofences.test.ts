@@ -36,7 +36,10 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
     const forbidden = await provisioning.createGeofence(deps, fixture.tenantId, {
       name: 'Quay crane lane',
       type: 'forbidden',
-      geometry: { type: 'MultiPolygon', coordinates: [[square(destination(YARD, 400, 0), 40)], [square(east(300), 40)]] },
+      geometry: {
+        type: 'MultiPolygon',
+        coordinates: [[square(destination(YARD, 400, 0), 40)], [square(east(300), 40)]],
+      },
     });
     const allowed = await provisioning.createGeofence(deps, fixture.tenantId, {
       name: 'Terminal',
@@ -57,13 +60,22 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
       )
     ).rows;
   const events = async () =>
-    (await fixture.pool.query(`SELECT event_type, entity_id, data FROM webhook_events WHERE entity_type = 'geofence_alert' ORDER BY created_at, id`)).rows;
+    (
+      await fixture.pool.query(
+        `SELECT event_type, entity_id, data FROM webhook_events WHERE entity_type = 'geofence_alert' ORDER BY created_at, id`,
+      )
+    ).rows;
 
   it('entering a forbidden zone opens an alert, leaving it resolves it, leaving the allowed zone opens another; each change is an event', async () => {
     const device = fixture.devices[0]!;
     const start = Date.now() - 12 * MINUTE;
     const script = new MachineScript({ deviceId: device.deviceId, start, position: YARD, gpsEveryS: 5 });
-    script.ignitionOn().drive(east(600), 15).drive(destination(east(600), 1500, 0), 20).idle(30).ignitionOff();
+    script
+      .ignitionOn()
+      .drive(east(600), 15)
+      .drive(destination(east(600), 1500, 0), 20)
+      .idle(30)
+      .ignitionOff();
     await storeReadings(fixture, script.messages());
     await deriveAll(fixture);
 
@@ -90,8 +102,14 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
     expect(sent[0]!.data.asset).toMatchObject({ id: device.assetId, customerName: 'Customer A' });
     expect(sent[1]!.data.resolvedAt).toBe((rows[0]!.resolved_at as Date).toISOString());
 
-    const memberships = await fixture.pool.query(`SELECT geofence_id, inside FROM geofence_memberships WHERE asset_id = $1`, [device.assetId]);
-    expect(Object.fromEntries(memberships.rows.map((m) => [m.geofence_id, m.inside]))).toEqual({ [forbiddenId]: false, [allowedId]: false });
+    const memberships = await fixture.pool.query(
+      `SELECT geofence_id, inside FROM geofence_memberships WHERE asset_id = $1`,
+      [device.assetId],
+    );
+    expect(Object.fromEntries(memberships.rows.map((m) => [m.geofence_id, m.inside]))).toEqual({
+      [forbiddenId]: false,
+      [allowedId]: false,
+    });
   });
 
   it('deriving the same readings again opens and sends nothing more', async () => {
@@ -113,8 +131,14 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
     await deriveAll(fixture);
     expect(await alerts(device.assetId)).toEqual([]);
     expect(await events()).toEqual(before);
-    const memberships = await fixture.pool.query(`SELECT geofence_id, inside FROM geofence_memberships WHERE asset_id = $1`, [device.assetId]);
-    expect(Object.fromEntries(memberships.rows.map((m) => [m.geofence_id, m.inside]))).toEqual({ [forbiddenId]: true, [allowedId]: true });
+    const memberships = await fixture.pool.query(
+      `SELECT geofence_id, inside FROM geofence_memberships WHERE asset_id = $1`,
+      [device.assetId],
+    );
+    expect(Object.fromEntries(memberships.rows.map((m) => [m.geofence_id, m.inside]))).toEqual({
+      [forbiddenId]: true,
+      [allowedId]: true,
+    });
   });
 
   it('late data that reaches an entry earlier than first seen moves the membership back to the true entry', async () => {
@@ -129,15 +153,25 @@ describe.each(availableStorageModes())('geofence alerts (%s)', (mode) => {
     const firstFix = Math.min(...messages.filter((message) => message.type === 'gps').map((message) => message.ts));
     const cut = firstFix + (300 / speed) * 1000;
     const membership = async () =>
-      (await fixture.pool.query(`SELECT inside, changed_at FROM geofence_memberships WHERE asset_id = $1 AND geofence_id = $2`, [device.assetId, forbiddenId]))
-        .rows[0];
-    await storeReadings(fixture, messages.filter((message) => message.ts >= cut));
+      (
+        await fixture.pool.query(
+          `SELECT inside, changed_at FROM geofence_memberships WHERE asset_id = $1 AND geofence_id = $2`,
+          [device.assetId, forbiddenId],
+        )
+      ).rows[0];
+    await storeReadings(
+      fixture,
+      messages.filter((message) => message.ts >= cut),
+    );
     await deriveAll(fixture);
     const firstSeen = await membership();
     expect(firstSeen.inside).toBe(true);
     expect((firstSeen.changed_at as Date).getTime()).toBeGreaterThanOrEqual(cut);
 
-    await storeReadings(fixture, messages.filter((message) => message.ts < cut));
+    await storeReadings(
+      fixture,
+      messages.filter((message) => message.ts < cut),
+    );
     await deriveAll(fixture);
     const corrected = await membership();
     expect(corrected.inside).toBe(true);

@@ -3,7 +3,14 @@ import { goldDefinition, goldRelation, readGoldCoverage, readUtilization } from 
 import { MachineScript, destination, type LatLon, type SimulatedMessage } from '@gantry/simulator';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
 import { availableStorageModes } from '../support/database.ts';
-import { createDerivationFixture, deriveAll, refreshAll, storeReadings, type DerivationFixture, type FixtureDevice } from './helpers.ts';
+import {
+  createDerivationFixture,
+  deriveAll,
+  refreshAll,
+  storeReadings,
+  type DerivationFixture,
+  type FixtureDevice,
+} from './helpers.ts';
 
 const HOUR = 3_600_000;
 const YARD: LatLon = { lat: 43.2965, lon: 5.3698 };
@@ -14,7 +21,12 @@ function work(device: FixtureDevice, start: number, seed: number): SimulatedMess
   script.ignitionOn().login(`OP-${seed}`);
   for (let leg = 0; leg < 4; leg += 1) {
     here = destination(here, 300 + seed * 13 + leg * 50, (seed * 60 + leg * 95) % 360);
-    script.drive(here, 10 + ((seed + leg) % 5) * 2).lift().idle(60 + leg * 40).drop().idle(30);
+    script
+      .drive(here, 10 + ((seed + leg) % 5) * 2)
+      .lift()
+      .idle(60 + leg * 40)
+      .drop()
+      .idle(30);
   }
   script.shock(2.8).idle(121).ignitionOff();
   return script.messages();
@@ -26,7 +38,9 @@ async function materializedVersusDefinition(fixture: DerivationFixture, relation
   const order = meta.key.join(', ');
   const bound = before ? `bucket < '${before.toISOString()}'` : 'TRUE';
   const stored = await fixture.pool.query(`SELECT * FROM ${relation} WHERE ${bound} ORDER BY ${order}`);
-  const live = await fixture.pool.query(`SELECT * FROM (${goldDefinition(relation)}) d WHERE ${bound} ORDER BY ${order}`);
+  const live = await fixture.pool.query(
+    `SELECT * FROM (${goldDefinition(relation)}) d WHERE ${bound} ORDER BY ${order}`,
+  );
   return { stored: stored.rows, live: live.rows };
 }
 
@@ -43,9 +57,18 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
     const [first] = fixture.devices;
     await storeReadings(fixture, work(first!, day, 1));
     await deriveAll(fixture);
-    const query = { tenantId: fixture.tenantId, assetIds: [first!.assetId], from: new Date(day), to: new Date(day + 3 * HOUR), bucket: 'hour' as const };
+    const query = {
+      tenantId: fixture.tenantId,
+      assetIds: [first!.assetId],
+      from: new Date(day),
+      to: new Date(day + 3 * HOUR),
+      bucket: 'hour' as const,
+    };
 
-    expect(await readGoldCoverage(fixture.pool, 'utilization_hourly')).toMatchObject({ status: 'pending', coverageTo: null });
+    expect(await readGoldCoverage(fixture.pool, 'utilization_hourly')).toMatchObject({
+      status: 'pending',
+      coverageTo: null,
+    });
     const live = await readUtilization(fixture.pool, query);
     expect(live.source).toBe('live');
     expect(live.rows.length).toBeGreaterThan(0);
@@ -84,13 +107,19 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
     expect(fleet.rows).toEqual(all.rows.slice(1, 3));
     const firstBucket = all.rows[0]!;
     const perAsset = after.rows.filter((row) => row.bucketStart.getTime() === firstBucket.bucketStart.getTime());
-    expect(firstBucket.runningSeconds).toBeCloseTo(perAsset.reduce((sum, row) => sum + row.runningSeconds, 0), 9);
+    expect(firstBucket.runningSeconds).toBeCloseTo(
+      perAsset.reduce((sum, row) => sum + row.runningSeconds, 0),
+      9,
+    );
   });
 
   it('two workers deriving at once count every reading exactly once', async () => {
     const rest = fixture.devices.slice(2);
     for (const [index, device] of rest.entries()) await storeReadings(fixture, work(device, day + 2 * HOUR, index + 3));
-    const one = { ...fixture.derivationDeps, config: { ...fixture.config, worker: { ...fixture.config.worker, deviceBatch: 1 } } };
+    const one = {
+      ...fixture.derivationDeps,
+      config: { ...fixture.config, worker: { ...fixture.config.worker, deviceBatch: 1 } },
+    };
     const drain = async () => {
       while ((await deriveDirtyDevices(one)).devices > 0);
     };
@@ -105,12 +134,15 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
     expect(stored).toEqual(live);
   });
 
-  it.each(['utilization_daily', 'positions_1min', 'positions_15min'])('%s holds exactly what its definition gives', async (relation) => {
-    await refreshAll(fixture);
-    const { stored, live } = await materializedVersusDefinition(fixture, relation);
-    expect(stored.length).toBeGreaterThan(0);
-    expect(stored).toEqual(live);
-  });
+  it.each(['utilization_daily', 'positions_1min', 'positions_15min'])(
+    '%s holds exactly what its definition gives',
+    async (relation) => {
+      await refreshAll(fixture);
+      const { stored, live } = await materializedVersusDefinition(fixture, relation);
+      expect(stored.length).toBeGreaterThan(0);
+      expect(stored).toEqual(live);
+    },
+  );
 
   it('reading and message counts cover the closed hours; their coverage ends at the last settled hour', async () => {
     const device = fixture.devices[0]!;
@@ -124,9 +156,10 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
       [device.deviceId, device.id, fixture.tenantId, device.assetId],
     );
     // Counts were installed pending/rebuild; a fresh relation state materializes everything closed.
-    await fixture.pool.query(`UPDATE gold_coverage SET status = $1 WHERE relation IN ('message_counts_hourly', 'reading_counts_hourly')`, [
-      mode === 'postgres' ? 'rebuild' : 'pending',
-    ]);
+    await fixture.pool.query(
+      `UPDATE gold_coverage SET status = $1 WHERE relation IN ('message_counts_hourly', 'reading_counts_hourly')`,
+      [mode === 'postgres' ? 'rebuild' : 'pending'],
+    );
     await refreshAll(fixture);
     for (const relation of ['message_counts_hourly', 'reading_counts_hourly']) {
       const coverage = await readGoldCoverage(fixture.pool, relation);
@@ -136,18 +169,26 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
       expect(stored.length).toBeGreaterThan(0);
       expect(stored).toEqual(live);
     }
-    const errors = await fixture.pool.query(`SELECT sum(error_count)::int AS errors, sum(message_count)::int AS messages FROM message_counts_hourly`);
+    const errors = await fixture.pool.query(
+      `SELECT sum(error_count)::int AS errors, sum(message_count)::int AS messages FROM message_counts_hourly`,
+    );
     expect(errors.rows[0]).toEqual({ errors: 50, messages: 500 });
   });
 
   it('a late upload into a closed hour is recounted for that device', async () => {
     const device = fixture.devices[5]!;
-    const before = await fixture.pool.query(`SELECT coalesce(sum(reading_count), 0)::int AS n FROM reading_counts_hourly WHERE device_id = $1`, [device.id]);
+    const before = await fixture.pool.query(
+      `SELECT coalesce(sum(reading_count), 0)::int AS n FROM reading_counts_hourly WHERE device_id = $1`,
+      [device.id],
+    );
     const late = work(device, day - 5 * HOUR, 9);
     await storeReadings(fixture, late);
     await deriveAll(fixture);
     await refreshAll(fixture);
-    const after = await fixture.pool.query(`SELECT sum(reading_count)::int AS n FROM reading_counts_hourly WHERE device_id = $1`, [device.id]);
+    const after = await fixture.pool.query(
+      `SELECT sum(reading_count)::int AS n FROM reading_counts_hourly WHERE device_id = $1`,
+      [device.id],
+    );
     expect(after.rows[0].n - before.rows[0].n).toBe(late.length);
   });
 });

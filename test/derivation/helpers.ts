@@ -28,11 +28,21 @@ export interface DerivationFixture {
 }
 
 export function derivationConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
-  return loadConfig({ GANTRY_DATABASE_URL: databaseUrl, GANTRY_LOG_LEVEL: 'silent', GANTRY_LOG_FORMAT: 'json', ...env });
+  return loadConfig({
+    GANTRY_DATABASE_URL: databaseUrl,
+    GANTRY_LOG_LEVEL: 'silent',
+    GANTRY_LOG_FORMAT: 'json',
+    ...env,
+  });
 }
 
 /** A tenant with `count` assets (customers A and B alternately) and one device each. */
-export async function createDerivationFixture(label: string, mode: StorageMode, count = 1, env: Record<string, string> = {}): Promise<DerivationFixture> {
+export async function createDerivationFixture(
+  label: string,
+  mode: StorageMode,
+  count = 1,
+  env: Record<string, string> = {},
+): Promise<DerivationFixture> {
   const db = await createTestDatabase(label, mode);
   const deps = { pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }) };
   const tenant = await provisioning.createTenant(deps, { name: `Derivation ${label}` });
@@ -73,7 +83,9 @@ function silverRow(fixture: DerivationFixture, message: SimulatedMessage) {
   const lon = num(p.lon);
   const hdop = num(p.hdop);
   const gpsValid =
-    message.type === 'gps' ? p.fix !== false && (hdop === null || hdop <= 5) && lat !== null && lon !== null && !(lat === 0 && lon === 0) : null;
+    message.type === 'gps'
+      ? p.fix !== false && (hdop === null || hdop <= 5) && lat !== null && lon !== null && !(lat === 0 && lon === 0)
+      : null;
   return [
     fixture.tenantId,
     device.id,
@@ -101,7 +113,11 @@ function silverRow(fixture: DerivationFixture, message: SimulatedMessage) {
  * dropped) and the device marked dirty from its earliest new reading, in one
  * transaction. Returns how many readings were new.
  */
-export async function storeReadings(fixture: DerivationFixture, messages: SimulatedMessage[], receivedAt = new Date()): Promise<number> {
+export async function storeReadings(
+  fixture: DerivationFixture,
+  messages: SimulatedMessage[],
+  receivedAt = new Date(),
+): Promise<number> {
   if (messages.length === 0) return 0;
   const rows = messages.map((message) => silverRow(fixture, message));
   const column = (index: number) => rows.map((row) => row[index]);
@@ -177,7 +193,11 @@ export async function readOutputs(fixture: DerivationFixture, device: FixtureDev
        FROM telemetry_segments WHERE device_id = $1 ORDER BY start_ts`,
     [device.id],
   );
-  const usage = await fixture.pool.query(`SELECT * FROM usage_sessions WHERE device_id = $1 ORDER BY start_ts`, [device.id]);
-  const ident = await fixture.pool.query(`SELECT * FROM identifier_sessions WHERE device_id = $1 ORDER BY start_ts`, [device.id]);
+  const usage = await fixture.pool.query(`SELECT * FROM usage_sessions WHERE device_id = $1 ORDER BY start_ts`, [
+    device.id,
+  ]);
+  const ident = await fixture.pool.query(`SELECT * FROM identifier_sessions WHERE device_id = $1 ORDER BY start_ts`, [
+    device.id,
+  ]);
   return { segments: segments.rows, usageSessions: usage.rows, identifierSessions: ident.rows };
 }

@@ -22,19 +22,31 @@ const YARD: LatLon = { lat: 51.9496, lon: 4.1453 };
 function shift(deviceId: string, start: number, operator: string): SimulatedMessage[] {
   let here = YARD;
   const leg = (distanceM: number, bearing: number) => (here = destination(here, distanceM, bearing));
-  const script = new MachineScript({ deviceId, start, position: YARD, gpsEveryS: 5, hourmeterEveryS: 60, heartbeatEveryS: 60 });
+  const script = new MachineScript({
+    deviceId,
+    start,
+    position: YARD,
+    gpsEveryS: 5,
+    hourmeterEveryS: 60,
+    heartbeatEveryS: 60,
+  });
   script.ignitionOn().login(operator).drive(leg(600, 80), 15).lift().idle(90).drive(leg(300, 200), 9).drop().idle(150);
   script.drive(leg(800, 10), 18).idle(600).drive(leg(400, 190), 12).ignitionOff();
   return script.messages();
 }
 
-const forDevice = (messages: SimulatedMessage[], device: FixtureDevice) => messages.map((m) => ({ ...m, deviceId: device.deviceId }));
+const forDevice = (messages: SimulatedMessage[], device: FixtureDevice) =>
+  messages.map((m) => ({ ...m, deviceId: device.deviceId }));
 
 /** The stored outputs without ids that differ between devices (session ids are per device by design). */
 function comparable(outputs: StoredOutputs) {
   const strip = (rows: Array<Record<string, unknown>>) =>
     rows.map(({ id: _id, device_id: _d, asset_id: _a, tenant_id: _t, ...rest }) => rest);
-  return { segments: strip(outputs.segments), usageSessions: strip(outputs.usageSessions), identifierSessions: strip(outputs.identifierSessions) };
+  return {
+    segments: strip(outputs.segments),
+    usageSessions: strip(outputs.usageSessions),
+    identifierSessions: strip(outputs.identifierSessions),
+  };
 }
 
 /** A deterministic shuffle (xorshift) so a failure can be replayed. */
@@ -82,13 +94,20 @@ describe.each(availableStorageModes())('late and duplicate data (%s)', (mode) =>
     // Today's session keeps its id: API clients see the same session.
     expect(after.usageSessions.map((s) => s.id)).toEqual([expect.any(String), ...sessionIds]);
 
-    const query = { tenantId: fixture.tenantId, from: new Date(yesterday - 24 * HOUR), to: new Date(today + 2 * HOUR), groupBy: 'asset' as const };
+    const query = {
+      tenantId: fixture.tenantId,
+      from: new Date(yesterday - 24 * HOUR),
+      to: new Date(today + 2 * HOUR),
+      groupBy: 'asset' as const,
+    };
     for (const bucket of ['hour', 'day'] as const) {
       const lateGold = await readUtilization(fixture.pool, { ...query, bucket, assetIds: [late.assetId] });
       const referenceGold = await readUtilization(fixture.pool, { ...query, bucket, assetIds: [reference.assetId] });
       expect(lateGold.source).toBe('gold');
       expect(lateGold.rows.length).toBeGreaterThan(0);
-      expect(lateGold.rows.map(({ assetId: _a, ...rest }) => rest)).toEqual(referenceGold.rows.map(({ assetId: _a, ...rest }) => rest));
+      expect(lateGold.rows.map(({ assetId: _a, ...rest }) => rest)).toEqual(
+        referenceGold.rows.map(({ assetId: _a, ...rest }) => rest),
+      );
     }
   });
 
@@ -102,8 +121,15 @@ describe.each(availableStorageModes())('late and duplicate data (%s)', (mode) =>
       index += size;
     }
     await refreshAll(fixture);
-    expect(comparable(await readOutputs(fixture, shuffledDevice))).toEqual(comparable(await readOutputs(fixture, reference)));
-    const query = { tenantId: fixture.tenantId, from: new Date(yesterday), to: new Date(today + 24 * HOUR), bucket: 'hour' as const };
+    expect(comparable(await readOutputs(fixture, shuffledDevice))).toEqual(
+      comparable(await readOutputs(fixture, reference)),
+    );
+    const query = {
+      tenantId: fixture.tenantId,
+      from: new Date(yesterday),
+      to: new Date(today + 24 * HOUR),
+      bucket: 'hour' as const,
+    };
     const a = await readUtilization(fixture.pool, { ...query, assetIds: [shuffledDevice.assetId] });
     const b = await readUtilization(fixture.pool, { ...query, assetIds: [reference.assetId] });
     expect(a.rows.map(({ assetId: _a, ...rest }) => rest)).toEqual(b.rows.map(({ assetId: _a, ...rest }) => rest));
@@ -121,7 +147,13 @@ describe.each(availableStorageModes())('silence and operators (%s)', (mode) => {
     const device = fixture.devices[0]!;
     const start = Math.floor((Date.now() - 30 * HOUR) / HOUR) * HOUR;
     const script = new MachineScript({ deviceId: device.deviceId, start, position: YARD, gpsEveryS: 5 });
-    script.ignitionOn().drive(destination(YARD, 900, 45), 15).idle(60).silence(20 * 60).idle(240).ignitionOff();
+    script
+      .ignitionOn()
+      .drive(destination(YARD, 900, 45), 15)
+      .idle(60)
+      .silence(20 * 60)
+      .idle(240)
+      .ignitionOff();
     await storeReadings(fixture, script.messages());
     await deriveAll(fixture);
     const { usageSessions } = await readOutputs(fixture, device);
@@ -154,7 +186,11 @@ describe.each(availableStorageModes())('silence and operators (%s)', (mode) => {
     const device = fixture.devices[1]!;
     const start = Math.floor((Date.now() - 3 * HOUR) / HOUR) * HOUR;
     const script = new MachineScript({ deviceId: device.deviceId, start, position: YARD, gpsEveryS: 5 });
-    script.ignitionOn().login('OP-5').drive(destination(YARD, 500, 90), 12).idle(30);
+    script
+      .ignitionOn()
+      .login('OP-5')
+      .drive(destination(YARD, 500, 90), 12)
+      .idle(30);
     await storeReadings(fixture, script.messages());
     const last = script.now;
     await deriveAll(fixture, last + 5 * MINUTE);
@@ -166,14 +202,18 @@ describe.each(availableStorageModes())('silence and operators (%s)', (mode) => {
     expect(await queueDueRechecks(fixture.pool)).toBeGreaterThanOrEqual(1);
     await deriveAll(fixture, last + 11 * MINUTE);
     outputs = await readOutputs(fixture, device);
-    expect(outputs.usageSessions.map((s) => [s.is_open, s.end_reason, (s.end_ts as Date).getTime()])).toEqual([[false, 'timeout', last]]);
+    expect(outputs.usageSessions.map((s) => [s.is_open, s.end_reason, (s.end_ts as Date).getTime()])).toEqual([
+      [false, 'timeout', last],
+    ]);
     // Identifier sessions wait 30 minutes without data.
     expect(outputs.identifierSessions.map((s) => [s.is_open, s.end_reason])).toEqual([[true, null]]);
 
     await queueDueRechecks(fixture.pool);
     await deriveAll(fixture, last + 31 * MINUTE);
     outputs = await readOutputs(fixture, device);
-    expect(outputs.identifierSessions.map((s) => [s.is_open, s.end_reason, (s.end_ts as Date).getTime()])).toEqual([[false, 'timeout', last]]);
+    expect(outputs.identifierSessions.map((s) => [s.is_open, s.end_reason, (s.end_ts as Date).getTime()])).toEqual([
+      [false, 'timeout', last],
+    ]);
 
     // Buffered readings from the silent minutes arrive: the session continues under the same id.
     const id = outputs.usageSessions[0]!.id;
@@ -191,14 +231,31 @@ describe.each(availableStorageModes())('silence and operators (%s)', (mode) => {
   it('identifier sessions end at logout, at another login, at ignition off and after 30 minutes without data', async () => {
     const device = fixture.devices[0]!;
     const start = Math.floor((Date.now() - 20 * HOUR) / HOUR) * HOUR;
-    const script = new MachineScript({ deviceId: device.deviceId, start, position: YARD, gpsEveryS: 5, heartbeatEveryS: 60 });
+    const script = new MachineScript({
+      deviceId: device.deviceId,
+      start,
+      position: YARD,
+      gpsEveryS: 5,
+      heartbeatEveryS: 60,
+    });
     script.ignitionOn().login('A').idle(300).login('B').idle(200).logout().idle(100).login('C').idle(100).ignitionOff();
-    script.idle(300).login('D').idle(120).silence(40 * 60).idle(120);
+    script
+      .idle(300)
+      .login('D')
+      .idle(120)
+      .silence(40 * 60)
+      .idle(120);
     await storeReadings(fixture, script.messages());
     await deriveAll(fixture);
     const { identifierSessions } = await readOutputs(fixture, device);
     const fromStart = identifierSessions.filter((s) => (s.start_ts as Date).getTime() >= start);
-    expect(fromStart.map((s) => [s.identifier, s.end_reason, ((s.end_ts as Date).getTime() - (s.start_ts as Date).getTime()) / 1000])).toEqual([
+    expect(
+      fromStart.map((s) => [
+        s.identifier,
+        s.end_reason,
+        ((s.end_ts as Date).getTime() - (s.start_ts as Date).getTime()) / 1000,
+      ]),
+    ).toEqual([
       ['A', 'identifier_change', 300],
       ['B', 'logout', 200],
       // The switch-off comes a second after the idle's last fix (MachineScript#clearInstant).

@@ -48,8 +48,10 @@ const FIELDS: Array<keyof Figures> = [
 ];
 const COUNTS = new Set<keyof Figures>(['containerCycleCount', 'imuAnomalyCount']);
 
-const figuresOf = (truth: MachineTruth): Figures => Object.fromEntries(FIELDS.map((field) => [field, truth[field]])) as Figures;
-const minus = (a: Figures, b: Figures): Figures => Object.fromEntries(FIELDS.map((field) => [field, a[field] - b[field]])) as Figures;
+const figuresOf = (truth: MachineTruth): Figures =>
+  Object.fromEntries(FIELDS.map((field) => [field, truth[field]])) as Figures;
+const minus = (a: Figures, b: Figures): Figures =>
+  Object.fromEntries(FIELDS.map((field) => [field, a[field] - b[field]])) as Figures;
 
 function fromGold(row: UtilizationRow | undefined): Figures {
   return {
@@ -73,7 +75,10 @@ function expectNear(actual: Figures, truth: Figures, label: string): void {
     const want = truth[field];
     const got = actual[field];
     if (COUNTS.has(field)) expect(got, `${label} ${field}`).toBe(want);
-    else expect(Math.abs(got - want), `${label} ${field}: ${got} vs truth ${want}`).toBeLessThanOrEqual(Math.max(0.5, Math.abs(want) * 0.01));
+    else
+      expect(Math.abs(got - want), `${label} ${field}: ${got} vs truth ${want}`).toBeLessThanOrEqual(
+        Math.max(0.5, Math.abs(want) * 0.01),
+      );
   }
 }
 
@@ -89,7 +94,14 @@ function idleUntil(script: MachineScript, at: number): MachineScript {
  * container lifts with known loaded time, shocks, an operator, a parked stretch.
  */
 function workingMorning(deviceId: string, start: number) {
-  const script = new MachineScript({ deviceId, start, position: YARD, gpsEveryS: 5, hourmeterEveryS: 60, heartbeatEveryS: 60 });
+  const script = new MachineScript({
+    deviceId,
+    start,
+    position: YARD,
+    gpsEveryS: 5,
+    hourmeterEveryS: 60,
+    heartbeatEveryS: 60,
+  });
   const hours: MachineTruth[] = [script.truth()];
   let here = YARD;
   const leg = (distanceM: number, bearing: number) => (here = destination(here, distanceM, bearing));
@@ -116,7 +128,13 @@ function workingMorning(deviceId: string, start: number) {
   return { script, hours };
 }
 
-async function utilization(fixture: DerivationFixture, from: number, to: number, bucket: 'hour' | 'day', forceSource?: 'gold' | 'live') {
+async function utilization(
+  fixture: DerivationFixture,
+  from: number,
+  to: number,
+  bucket: 'hour' | 'day',
+  forceSource?: 'gold' | 'live',
+) {
   return readUtilization(fixture.pool, {
     tenantId: fixture.tenantId,
     assetIds: fixture.devices.map((device) => device.assetId),
@@ -165,7 +183,14 @@ describe.each(availableStorageModes())('derivation scenarios (%s)', (mode) => {
   it('answers the same from gold and live, per asset and for the fleet', async () => {
     for (const bucket of ['hour', 'day'] as const) {
       for (const groupBy of ['asset', 'fleet'] as const) {
-        const query = { tenantId: fixture.tenantId, assetIds: [fixture.devices[0]!.assetId], from: new Date(DAY0), to: new Date(DAY0 + DAY), bucket, groupBy };
+        const query = {
+          tenantId: fixture.tenantId,
+          assetIds: [fixture.devices[0]!.assetId],
+          from: new Date(DAY0),
+          to: new Date(DAY0 + DAY),
+          bucket,
+          groupBy,
+        };
         const gold = await readUtilization(fixture.pool, { ...query, forceSource: 'gold' });
         const live = await readUtilization(fixture.pool, { ...query, forceSource: 'live' });
         expect(gold.rows.length).toBeGreaterThan(0);
@@ -185,11 +210,18 @@ describe.each(availableStorageModes())('derivation scenarios (%s)', (mode) => {
       expect((session.start_ts as Date).getTime()).toBe(truth.usageSessions[index]!.start);
       expect((session.end_ts as Date).getTime()).toBe(truth.usageSessions[index]!.end);
       expect(session.container_cycle_count).toBe(truth.usageSessions[index]!.containerCycles);
-      expect(Math.abs((session.distance_m as number) - truth.usageSessions[index]!.distanceM)).toBeLessThan(truth.usageSessions[index]!.distanceM * 0.01);
+      expect(Math.abs((session.distance_m as number) - truth.usageSessions[index]!.distanceM)).toBeLessThan(
+        truth.usageSessions[index]!.distanceM * 0.01,
+      );
     }
-    expect(identifierSessions.map((s) => [s.identifier, s.end_reason, (s.start_ts as Date).getTime(), (s.end_ts as Date).getTime()])).toEqual(
-      truth.identifierSessions.map((s) => [s.identifier, s.endReason, s.start, s.end]),
-    );
+    expect(
+      identifierSessions.map((s) => [
+        s.identifier,
+        s.end_reason,
+        (s.start_ts as Date).getTime(),
+        (s.end_ts as Date).getTime(),
+      ]),
+    ).toEqual(truth.identifierSessions.map((s) => [s.identifier, s.endReason, s.start, s.end]));
   });
 
   it('counts stops of two minutes or more and the trips between them', async () => {
@@ -218,7 +250,11 @@ describe.each(availableStorageModes())('derivation scenarios (%s)', (mode) => {
     const strip = (rows: Array<Record<string, unknown>>) =>
       rows.map(({ id: _id, tenant_id: _t, device_id: _d, asset_id: _a, assetId: _aid, ...rest }) => rest);
     outputsByMode.set(mode, {
-      outputs: { segments: strip(before.segments), usageSessions: strip(before.usageSessions), identifierSessions: strip(before.identifierSessions) },
+      outputs: {
+        segments: strip(before.segments),
+        usageSessions: strip(before.usageSessions),
+        identifierSessions: strip(before.identifierSessions),
+      },
       hourly: strip(hourly.rows as unknown as Array<Record<string, unknown>>),
       daily: strip(daily.rows as unknown as Array<Record<string, unknown>>),
     });
@@ -227,11 +263,13 @@ describe.each(availableStorageModes())('derivation scenarios (%s)', (mode) => {
 
 describe('storage modes', () => {
   // Needs both modes: skipped where the server has no TimescaleDB.
-  it.skipIf(availableStorageModes().length < 2)('PostgreSQL and TimescaleDB give identical segments, sessions and gold', () => {
-    const postgres = outputsByMode.get('postgres');
-    const timescale = outputsByMode.get('timescaledb');
-    expect(postgres).toBeDefined();
-    expect(timescale).toEqual(postgres);
-  });
+  it.skipIf(availableStorageModes().length < 2)(
+    'PostgreSQL and TimescaleDB give identical segments, sessions and gold',
+    () => {
+      const postgres = outputsByMode.get('postgres');
+      const timescale = outputsByMode.get('timescaledb');
+      expect(postgres).toBeDefined();
+      expect(timescale).toEqual(postgres);
+    },
+  );
 });
-

@@ -15,7 +15,8 @@ export interface DrillDatabase {
 }
 
 function assertDrillName(name: string): void {
-  if (!/^gantry_drill_[a-z0-9_]+_test$/.test(name)) throw new Error(`refusing to touch database "${name}": not a drill database`);
+  if (!/^gantry_drill_[a-z0-9_]+_test$/.test(name))
+    throw new Error(`refusing to touch database "${name}": not a drill database`);
 }
 
 /**

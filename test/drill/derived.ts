@@ -98,7 +98,9 @@ export async function resetDerivedState(pool: Pool): Promise<void> {
                              reading_counts_hourly, message_counts_hourly`);
   await pool.query(`DELETE FROM geofence_alerts`);
   // 'rebuild' makes the refresher materialize each relation whole from its definition.
-  await pool.query(`UPDATE gold_coverage SET status = 'rebuild', coverage_from = NULL, coverage_to = NULL, updated_at = NULL`);
+  await pool.query(
+    `UPDATE gold_coverage SET status = 'rebuild', coverage_from = NULL, coverage_to = NULL, updated_at = NULL`,
+  );
   await pool.query(
     `INSERT INTO derivation_queue (device_id, tenant_id, dirty_from)
      SELECT device_id, tenant_id, min(ts) FROM telemetry_readings GROUP BY device_id, tenant_id`,
@@ -107,8 +109,17 @@ export async function resetDerivedState(pool: Pool): Promise<void> {
 
 /** Derives every queued device and refreshes gold in this process, with the worker's own functions. */
 export async function deriveEverything(pool: Pool, databaseUrl: string): Promise<{ runs: number; readings: number }> {
-  const config = loadConfig({ GANTRY_DATABASE_URL: databaseUrl, GANTRY_LOG_LEVEL: 'silent', GANTRY_LOG_FORMAT: 'json' });
-  const deps = { pool, outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }), logger: silentLogger(), config };
+  const config = loadConfig({
+    GANTRY_DATABASE_URL: databaseUrl,
+    GANTRY_LOG_LEVEL: 'silent',
+    GANTRY_LOG_FORMAT: 'json',
+  });
+  const deps = {
+    pool,
+    outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }),
+    logger: silentLogger(),
+    config,
+  };
   let runs = 0;
   let readings = 0;
   for (;;) {
@@ -130,7 +141,13 @@ export async function deriveEverything(pool: Pool, databaseUrl: string): Promise
  * Snapshot, reset, clean derivation, comparison — with the results in the report:
  * one count line per relation and one check for all of them.
  */
-const GOLD_RELATIONS = ['utilization_hourly', 'utilization_daily', 'positions_1min', 'positions_15min', 'reading_counts_hourly'] as const;
+const GOLD_RELATIONS = [
+  'utilization_hourly',
+  'utilization_daily',
+  'positions_1min',
+  'positions_15min',
+  'reading_counts_hourly',
+] as const;
 
 /**
  * Whether each gold relation, as the worker left it, equals its own definition computed
@@ -158,7 +175,12 @@ export async function compareWithCleanRun(pool: Pool, databaseUrl: string, repor
   report.check(
     'gold left by the worker matches its segments and readings',
     staleTotal === 0,
-    staleTotal === 0 ? `${GOLD_RELATIONS.length} relations up to date` : stale.filter((entry) => entry.stale > 0).map((entry) => `${entry.relation}: ${entry.stale} rows`).join(', '),
+    staleTotal === 0
+      ? `${GOLD_RELATIONS.length} relations up to date`
+      : stale
+          .filter((entry) => entry.stale > 0)
+          .map((entry) => `${entry.relation}: ${entry.stale} rows`)
+          .join(', '),
   );
   await snapshotDerived(pool);
   const drill = await headline(pool, 'drill_snapshot_');
@@ -179,12 +201,21 @@ export async function compareWithCleanRun(pool: Pool, databaseUrl: string, repor
     );
     const row = rows[0]!;
     const differing = row.missing + row.extra;
-    report.count(`${relation}: rows drill / clean / differing`, `${fmt(row.drill)} / ${fmt(row.clean)} / ${fmt(differing)}`);
+    report.count(
+      `${relation}: rows drill / clean / differing`,
+      `${fmt(row.drill)} / ${fmt(row.clean)} / ${fmt(differing)}`,
+    );
     if (differing > 0 || row.drill !== row.clean) {
-      differences.push(`${relation} (${row.missing} clean rows absent from the drill, ${row.extra} drill rows absent from the clean run)`);
+      differences.push(
+        `${relation} (${row.missing} clean rows absent from the drill, ${row.extra} drill rows absent from the clean run)`,
+      );
       // A sample, to see which columns differ.
       const sample = async (from: string, minus: string) =>
-        (await pool.query(`SELECT * FROM (SELECT * FROM ${from} EXCEPT ALL SELECT * FROM ${minus}) d ORDER BY 1, 2, 3 LIMIT 2`)).rows;
+        (
+          await pool.query(
+            `SELECT * FROM (SELECT * FROM ${from} EXCEPT ALL SELECT * FROM ${minus}) d ORDER BY 1, 2, 3 LIMIT 2`,
+          )
+        ).rows;
       for (const [side, rows] of [
         ['drill', await sample(`drill_snapshot_${relation}`, relation)],
         ['clean', await sample(relation, `drill_snapshot_${relation}`)],

@@ -1,6 +1,14 @@
 import type { ReadingType } from '@gantry/contracts';
 import type { Pool } from '@gantry/db';
-import { DEMO_YARD, MachineScript, destination, haversineM, randomSource, type LatLon, type SimulatedMessage } from '@gantry/simulator';
+import {
+  DEMO_YARD,
+  MachineScript,
+  destination,
+  haversineM,
+  randomSource,
+  type LatLon,
+  type SimulatedMessage,
+} from '@gantry/simulator';
 
 /**
  * The drills' traffic: one scripted machine per device (MachineScript), so derivation
@@ -34,13 +42,26 @@ export const READING_TYPES: ReadingType[] = ['gps', 'adcin', 'hourmeter', 'imu',
 const OPERATORS = Array.from({ length: 24 }, (_, index) => `OP-${String(index + 1).padStart(3, '0')}`);
 
 /** One device's script from `start`, cut to `quota` readings (a prefix in device time). */
-export function machineMessages(deviceId: string, index: number, start: number, quota: number, seed: number): SimulatedMessage[] {
+export function machineMessages(
+  deviceId: string,
+  index: number,
+  start: number,
+  quota: number,
+  seed: number,
+): SimulatedMessage[] {
   const random = randomSource(seed * 100_003 + index * 7919 + 1);
   const between = (low: number, high: number) => Math.round(low + random() * (high - low));
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
   const spot = (): LatLon => destination(DEMO_YARD, 80 + random() * 900, random() * 360);
   let here = spot();
-  const script = new MachineScript({ deviceId, start, position: here, gpsEveryS: 5, hourmeterEveryS: 60, heartbeatEveryS: 60 });
+  const script = new MachineScript({
+    deviceId,
+    start,
+    position: here,
+    gpsEveryS: 5,
+    hourmeterEveryS: 60,
+    heartbeatEveryS: 60,
+  });
   const driveSomewhere = (lowKmh: number, highKmh: number) => {
     let to = spot();
     while (haversineM(here, to) < 60) to = spot();
@@ -79,10 +100,17 @@ export function machineMessages(deviceId: string, index: number, start: number, 
  * before now: far enough back that every timeout (gap, identifier) has fallen due
  * and every hour has closed, so a derivation done now and one done later agree.
  */
-export function planFleet(options: { deviceIds: string[]; total: number; seed?: number; endBeforeNowMs?: number }): FleetPlan {
+export function planFleet(options: {
+  deviceIds: string[];
+  total: number;
+  seed?: number;
+  endBeforeNowMs?: number;
+}): FleetPlan {
   const { deviceIds, total } = options;
   const seed = options.seed ?? 11;
-  const quotas = deviceIds.map((_, index) => Math.floor(total / deviceIds.length) + (index < total % deviceIds.length ? 1 : 0));
+  const quotas = deviceIds.map(
+    (_, index) => Math.floor(total / deviceIds.length) + (index < total % deviceIds.length ? 1 : 0),
+  );
   const keys = { device: new Uint32Array(total), type: new Uint8Array(total), offsetMs: new Float64Array(total) };
   const byType = Object.fromEntries(READING_TYPES.map((type) => [type, 0])) as Record<ReadingType, number>;
   let at = 0;
@@ -120,7 +148,9 @@ export function* fleetMessages(plan: FleetPlan, groupSize = 50): Generator<Simul
  * unexpected readings are counted by joins against silver, not by totals alone.
  */
 export async function storeExpectedKeys(pool: Pool, plan: FleetPlan, deviceUuids: string[]): Promise<void> {
-  await pool.query('CREATE TABLE drill_expected (device_id uuid NOT NULL, type text NOT NULL, ts timestamptz NOT NULL, PRIMARY KEY (device_id, type, ts))');
+  await pool.query(
+    'CREATE TABLE drill_expected (device_id uuid NOT NULL, type text NOT NULL, ts timestamptz NOT NULL, PRIMARY KEY (device_id, type, ts))',
+  );
   const chunk = 50_000;
   for (let from = 0; from < plan.total; from += chunk) {
     const to = Math.min(plan.total, from + chunk);

@@ -50,7 +50,8 @@ export interface RunningSystem {
 export function metricSum(text: string, name: string): number {
   let sum = 0;
   for (const line of text.split('\n')) {
-    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
 }
@@ -72,7 +73,10 @@ async function count(pool: Pool, sql: string): Promise<number | null> {
   }
 }
 
-export async function runIngestDrill(options: IngestDrillOptions, faults: (system: RunningSystem) => Promise<void>): Promise<void> {
+export async function runIngestDrill(
+  options: IngestDrillOptions,
+  faults: (system: RunningSystem) => Promise<void>,
+): Promise<void> {
   const { report, cleanup, pool } = options;
   const deviceIds = uniqueDeviceIds(options.devices, `drill-${options.label}`);
   const plan = planFleet({ deviceIds, total: options.messages });
@@ -82,7 +86,10 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
     plan,
     deviceIds.map((deviceId) => fleet.byDeviceId.get(deviceId)!.id),
   );
-  report.step(`${fmt(options.devices)} devices provisioned, ${fmt(plan.total)} readings planned (device time ${new Date(plan.start).toISOString().slice(0, 16)} – ${new Date(plan.end).toISOString().slice(0, 16)})`, plan.byType);
+  report.step(
+    `${fmt(options.devices)} devices provisioned, ${fmt(plan.total)} readings planned (device time ${new Date(plan.start).toISOString().slice(0, 16)} – ${new Date(plan.end).toISOString().slice(0, 16)})`,
+    plan.byType,
+  );
 
   const run = randomBytes(3).toString('hex');
   const env: Record<ServiceName, Record<string, string>> = {
@@ -112,7 +119,11 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
         services[name] = service;
         void service.exited
           .then((exit) => onExit(service, exit))
-          .catch((error: unknown) => report.step(`supervisor: ${name} could not be started again: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`));
+          .catch((error: unknown) =>
+            report.step(
+              `supervisor: ${name} could not be started again: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`,
+            ),
+          );
         return service;
       } catch (error) {
         if (Date.now() > deadline) throw error;
@@ -122,7 +133,13 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
   };
   const onExit = async (service: ServiceProcess, exit: ProcessExit) => {
     if (intended.has(service) || finished) return;
-    const reason = service.stderr().split('\n').find((line) => /error|Error/.test(line))?.trim().slice(0, 200) ?? 'no stderr';
+    const reason =
+      service
+        .stderr()
+        .split('\n')
+        .find((line) => /error|Error/.test(line))
+        ?.trim()
+        .slice(0, 200) ?? 'no stderr';
     crashes.push(`${service.name} (pid ${service.pid}) exited ${exit.code ?? exit.signal}: ${reason}`);
     report.step(`${service.name} (pid ${service.pid}) EXITED BY ITSELF (${exit.code ?? exit.signal}): ${reason}`);
     const again = await start(service.name as ServiceName, 10 * 60_000);
@@ -135,7 +152,9 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
   cleanup.add('ingest', () => (stopSupervising(), services.ingest.kill()));
   await start('worker');
   cleanup.add('worker', () => (stopSupervising(), services.worker.kill()));
-  report.step(`ingest (pid ${services.ingest.pid}) and worker (pid ${services.worker.pid}) started as processes`, { 'ingest client id': env.ingest.GANTRY_INGEST_CLIENT_ID! });
+  report.step(`ingest (pid ${services.ingest.pid}) and worker (pid ${services.worker.pid}) started as processes`, {
+    'ingest client id': env.ingest.GANTRY_INGEST_CLIENT_ID!,
+  });
 
   // Peaks over the run, sampled every second: how much ingest holds un-acknowledged (its
   // window is GANTRY_INGEST_MAX_IN_FLIGHT, 20,000, as MQTT 5 Receive Maximum) and its memory.
@@ -149,10 +168,18 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
   }, 1000);
   cleanup.add('sampler', async () => clearInterval(sampler));
 
-  const publisher = await createPublisher({ mqttUrl: options.brokerUrl, connections: 2, window: 2000, clientIdPrefix: `drill-pub-${options.label}-${run}` });
+  const publisher = await createPublisher({
+    mqttUrl: options.brokerUrl,
+    connections: 2,
+    window: 2000,
+    clientIdPrefix: `drill-pub-${options.label}-${run}`,
+  });
   cleanup.add('publisher', () => publisher.close());
   const publishing = publishMessages(publisher, fleetMessages(plan)).then((published) => {
-    report.step('publisher done: every message acknowledged by the broker', { published, 'publisher sent': publisher.stats.sent });
+    report.step('publisher done: every message acknowledged by the broker', {
+      published,
+      'publisher sent': publisher.stats.sent,
+    });
     return published;
   });
   publishing.catch(() => undefined);
@@ -205,7 +232,10 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
     if (now !== stored) lastChange = Date.now();
     stored = now;
   }
-  report.step(stored >= plan.total ? 'every planned reading is in silver' : 'silver stopped growing short of the plan', { silver: stored });
+  report.step(
+    stored >= plan.total ? 'every planned reading is in silver' : 'silver stopped growing short of the plan',
+    { silver: stored },
+  );
 
   await waitForWorkerIdle(pool, report);
   const ingestMetrics = await scrape(services.ingest);
@@ -216,7 +246,10 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
   clearInterval(sampler);
   const ingestExit = await services.ingest.stop();
   const workerExit = await services.worker.stop();
-  report.step('ingest and worker stopped with SIGTERM', { 'ingest exit': String(ingestExit.code ?? ingestExit.signal), 'worker exit': String(workerExit.code ?? workerExit.signal) });
+  report.step('ingest and worker stopped with SIGTERM', {
+    'ingest exit': String(ingestExit.code ?? ingestExit.signal),
+    'worker exit': String(workerExit.code ?? workerExit.signal),
+  });
 
   const { rows } = await pool.query<Record<string, string>>(
     `SELECT (SELECT count(*) FROM drill_expected) AS expected,
@@ -242,19 +275,36 @@ export async function runIngestDrill(options: IngestDrillOptions, faults: (syste
   report.count('duplicated (rows − distinct keys)', duplicated);
   report.count('unexpected (in silver, never published)', c.unexpected!);
   report.count('bronze rows (every copy received)', c.bronze_rows!);
-  report.count('bronze accepted / duplicate / rejected', `${fmt(c.accepted!)} / ${fmt(c.duplicate!)} / ${fmt(c.rejected!)}`);
+  report.count(
+    'bronze accepted / duplicate / rejected',
+    `${fmt(c.accepted!)} / ${fmt(c.duplicate!)} / ${fmt(c.rejected!)}`,
+  );
   report.count('bronze sum(reading_count)', c.bronze_readings!);
-  report.count('ingest: redelivered messages (last process)', metricSum(ingestMetrics, 'gantry_ingest_messages_redelivered_total'));
+  report.count(
+    'ingest: redelivered messages (last process)',
+    metricSum(ingestMetrics, 'gantry_ingest_messages_redelivered_total'),
+  );
   report.count('ingest: commit retries (last process)', metricSum(ingestMetrics, 'gantry_ingest_commit_retries_total'));
-  report.count('worker: derivation device runs (last process)', metricSum(workerMetrics, 'gantry_derivation_device_runs_total'));
+  report.count(
+    'worker: derivation device runs (last process)',
+    metricSum(workerMetrics, 'gantry_derivation_device_runs_total'),
+  );
   report.count('ingest: peak un-acknowledged messages (window 20,000)', peaks.unacknowledged);
   report.count('ingest / worker: peak RSS MB', `${fmt(peaks.ingestRss / 1048576)} / ${fmt(peaks.workerRss / 1048576)}`);
 
-  report.check('no process crashed (only the drill’s own kills)', crashes.length === 0, crashes.length === 0 ? 'none' : crashes.join('; '));
+  report.check(
+    'no process crashed (only the drill’s own kills)',
+    crashes.length === 0,
+    crashes.length === 0 ? 'none' : crashes.join('; '),
+  );
   report.check('no reading lost', c.lost === 0, `lost ${fmt(c.lost!)} of ${fmt(c.expected!)}`);
   report.check('no reading duplicated', duplicated === 0, `duplicated ${fmt(duplicated)}`);
   report.check('nothing unexpected in silver', c.unexpected === 0, `unexpected ${fmt(c.unexpected!)}`);
-  report.check('every published message reached the broker', published === plan.total, `${fmt(published)} of ${fmt(plan.total)}`);
+  report.check(
+    'every published message reached the broker',
+    published === plan.total,
+    `${fmt(published)} of ${fmt(plan.total)}`,
+  );
   // Bronze against silver (what was stored, whatever was lost): each stored reading counted once.
   report.check(
     'bronze counts each stored reading once',

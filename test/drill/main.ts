@@ -27,9 +27,21 @@ interface Drill {
 }
 
 const drills: Drill[] = [
-  { name: 'kill', title: ({ messages }) => `SIGKILL of ingest and of the worker during a ${fmt(messages)}-reading run`, run: killDrill },
-  { name: 'postgres-restart', title: () => 'PostgreSQL stopped and started again during ingest', run: postgresRestartDrill },
-  { name: 'broker-restart', title: () => 'broker restarted, then down for a while, during ingest', run: brokerRestartDrill },
+  {
+    name: 'kill',
+    title: ({ messages }) => `SIGKILL of ingest and of the worker during a ${fmt(messages)}-reading run`,
+    run: killDrill,
+  },
+  {
+    name: 'postgres-restart',
+    title: () => 'PostgreSQL stopped and started again during ingest',
+    run: postgresRestartDrill,
+  },
+  {
+    name: 'broker-restart',
+    title: () => 'broker restarted, then down for a while, during ingest',
+    run: brokerRestartDrill,
+  },
   { name: 'webhook-down', title: () => 'webhook receiver down while events are produced', run: webhookDownDrill },
 ];
 
@@ -79,7 +91,11 @@ async function main(): Promise<number> {
     try {
       await drill.run({ report, cleanup, messages, devices });
     } catch (error) {
-      report.check('the drill ran to its end', false, error instanceof Error ? error.message.split('\n')[0]!.slice(0, 400) : String(error));
+      report.check(
+        'the drill ran to its end',
+        false,
+        error instanceof Error ? error.message.split('\n')[0]!.slice(0, 400) : String(error),
+      );
     } finally {
       await cleanup.runAll();
       await killAllServices();
@@ -91,7 +107,10 @@ async function main(): Promise<number> {
   }
 
   console.log('\n== summary');
-  for (const result of results) console.log(`  ${result.passed ? 'PASS' : 'FAIL'}  ${result.name.padEnd(18)} ${result.seconds.toFixed(0).padStart(5)} s`);
+  for (const result of results)
+    console.log(
+      `  ${result.passed ? 'PASS' : 'FAIL'}  ${result.name.padEnd(18)} ${result.seconds.toFixed(0).padStart(5)} s`,
+    );
   return results.every((result) => result.passed) ? 0 : 1;
 }
 

@@ -59,11 +59,13 @@ export class DrillReport {
       console.log('  counts');
       const width = Math.max(...this.counts.map((entry) => entry.label.length));
       const valueWidth = Math.max(...this.counts.map((entry) => entry.value.length));
-      for (const { label, value } of this.counts) console.log(`    ${label.padEnd(width)}  ${value.padStart(valueWidth)}`);
+      for (const { label, value } of this.counts)
+        console.log(`    ${label.padEnd(width)}  ${value.padStart(valueWidth)}`);
     }
     console.log('  checks');
     const width = Math.max(0, ...this.checks.map((check) => check.name.length));
-    for (const check of this.checks) console.log(`    ${check.ok ? 'PASS' : 'FAIL'}  ${check.name.padEnd(width)}  ${check.detail}`);
+    for (const check of this.checks)
+      console.log(`    ${check.ok ? 'PASS' : 'FAIL'}  ${check.name.padEnd(width)}  ${check.detail}`);
     if (this.checks.length === 0) console.log('    FAIL  the drill made no check');
   }
 }

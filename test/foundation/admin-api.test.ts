@@ -22,7 +22,15 @@ async function created(response: Response): Promise<Record<string, any>> {
 
 const square = {
   type: 'Polygon',
-  coordinates: [[[4.0, 51.9], [4.1, 51.9], [4.1, 52.0], [4.0, 52.0], [4.0, 51.9]]],
+  coordinates: [
+    [
+      [4.0, 51.9],
+      [4.1, 51.9],
+      [4.1, 52.0],
+      [4.0, 52.0],
+      [4.0, 51.9],
+    ],
+  ],
 };
 
 describe('admin API', () => {
@@ -40,7 +48,9 @@ describe('admin API', () => {
     expect(tenant).toMatchObject({ name: 'Port of Test' });
     const base = `/tenants/${tenant.id}`;
 
-    const tenantKey = await created(await api.admin(`${base}/api-keys`, { method: 'POST', json: { name: 'integration' } }));
+    const tenantKey = await created(
+      await api.admin(`${base}/api-keys`, { method: 'POST', json: { name: 'integration' } }),
+    );
     expect(tenantKey.key).toMatch(/^gk_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/);
     expect(tenantKey).toMatchObject({ customerScoped: false, customerName: null });
     const customerKey = await created(
@@ -48,21 +58,41 @@ describe('admin API', () => {
     );
     expect(customerKey).toMatchObject({ customerScoped: true, customerName: 'Acme' });
 
-    const type = await created(await api.admin(`${base}/asset-types`, { method: 'POST', json: { name: 'Reach stacker' } }));
+    const type = await created(
+      await api.admin(`${base}/asset-types`, { method: 'POST', json: { name: 'Reach stacker' } }),
+    );
     const byName = await created(
       await api.admin(`${base}/assets`, {
         method: 'POST',
-        json: { name: 'RS 1', identifier: 'RS-1', assetType: 'Reach stacker', customerName: 'Acme', location: 'Yard A' },
+        json: {
+          name: 'RS 1',
+          identifier: 'RS-1',
+          assetType: 'Reach stacker',
+          customerName: 'Acme',
+          location: 'Yard A',
+        },
       }),
     );
-    expect(byName).toMatchObject({ assetType: 'Reach stacker', customerName: 'Acme', inspectionCount: 0, reportCount: 0, status: 'operational' });
+    expect(byName).toMatchObject({
+      assetType: 'Reach stacker',
+      customerName: 'Acme',
+      inspectionCount: 0,
+      reportCount: 0,
+      status: 'operational',
+    });
     const byId = await created(
-      await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'RS 2', identifier: 'RS-2', assetTypeId: type.id } }),
+      await api.admin(`${base}/assets`, {
+        method: 'POST',
+        json: { name: 'RS 2', identifier: 'RS-2', assetTypeId: type.id },
+      }),
     );
     expect(byId.assetType).toBe('Reach stacker');
     // `status` is the external API's name of the operational status.
     const outOfService = await created(
-      await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'RS 3', identifier: 'RS-3', assetTypeId: type.id, status: 'out_of_service' } }),
+      await api.admin(`${base}/assets`, {
+        method: 'POST',
+        json: { name: 'RS 3', identifier: 'RS-3', assetTypeId: type.id, status: 'out_of_service' },
+      }),
     );
     expect(outOfService).toMatchObject({ status: 'out_of_service', operationalStatus: 'out_of_service' });
 
@@ -84,28 +114,47 @@ describe('admin API', () => {
         json: { inspectionId: inspection.id, impact: 'out_of_service', outcome: 'rejected', rejectionReason: 'Leak' },
       }),
     );
-    expect(report).toMatchObject({ inspectionId: inspection.id, assetId: byName.id, impact: 'out_of_service', outcome: 'rejected' });
+    expect(report).toMatchObject({
+      inspectionId: inspection.id,
+      assetId: byName.id,
+      impact: 'out_of_service',
+      outcome: 'rejected',
+    });
 
     // The asset's derived reporting fields follow its inspections and reports.
     const asset = await db.pool.query(
       'SELECT inspection_count, report_count, latest_impact, latest_outcome, latest_inspection_at FROM assets WHERE id = $1',
       [byName.id],
     );
-    expect(asset.rows[0]).toMatchObject({ inspection_count: 1, report_count: 1, latest_impact: 'out_of_service', latest_outcome: 'rejected' });
+    expect(asset.rows[0]).toMatchObject({
+      inspection_count: 1,
+      report_count: 1,
+      latest_impact: 'out_of_service',
+      latest_outcome: 'rejected',
+    });
     expect(asset.rows[0].latest_inspection_at.toISOString()).toBe('2026-10-01T08:00:00.000Z');
 
     // Both raised their webhook events in the outbox.
-    const events = await db.pool.query('SELECT event_type, entity_id FROM webhook_events WHERE tenant_id = $1 ORDER BY created_at', [tenant.id]);
+    const events = await db.pool.query(
+      'SELECT event_type, entity_id FROM webhook_events WHERE tenant_id = $1 ORDER BY created_at',
+      [tenant.id],
+    );
     expect(events.rows).toEqual([
       { event_type: 'inspection.completed', entity_id: inspection.id },
       { event_type: 'report.created', entity_id: report.id },
     ]);
 
     const device = await created(
-      await api.admin(`${base}/devices`, { method: 'POST', json: { deviceId: 'trk-001', assetId: byName.id, displayName: 'Tracker 1' } }),
+      await api.admin(`${base}/devices`, {
+        method: 'POST',
+        json: { deviceId: 'trk-001', assetId: byName.id, displayName: 'Tracker 1' },
+      }),
     );
     expect(device).toMatchObject({ deviceId: 'trk-001', assetId: byName.id, enabled: true });
-    const patched = await api.admin(`${base}/devices/${device.id}`, { method: 'PATCH', json: { enabled: false, assetId: byId.id } });
+    const patched = await api.admin(`${base}/devices/${device.id}`, {
+      method: 'PATCH',
+      json: { enabled: false, assetId: byId.id },
+    });
     expect(patched.status).toBe(200);
     expect(await json(patched)).toMatchObject({ enabled: false, assetId: byId.id, displayName: 'Tracker 1' });
 
@@ -115,10 +164,16 @@ describe('admin API', () => {
     expect(operator).toMatchObject({ identifier: 'RFID-42', operatorName: 'Ana' });
 
     const geofence = await created(
-      await api.admin(`${base}/geofences`, { method: 'POST', json: { name: 'Quay', type: 'forbidden', enabled: true, geometry: square } }),
+      await api.admin(`${base}/geofences`, {
+        method: 'POST',
+        json: { name: 'Quay', type: 'forbidden', enabled: true, geometry: square },
+      }),
     );
     expect(geofence).toMatchObject({ name: 'Quay', type: 'forbidden', enabled: true, geometry: square });
-    const renamed = await api.admin(`${base}/geofences/${geofence.id}`, { method: 'PATCH', json: { name: 'Quay 2', enabled: false } });
+    const renamed = await api.admin(`${base}/geofences/${geofence.id}`, {
+      method: 'PATCH',
+      json: { name: 'Quay 2', enabled: false },
+    });
     expect(await json(renamed)).toMatchObject({ name: 'Quay 2', enabled: false, type: 'forbidden' });
     const deleted = await api.admin(`${base}/geofences/${geofence.id}`, { method: 'DELETE' });
     expect(await json(deleted)).toEqual({ id: geofence.id, deleted: true });
@@ -169,7 +224,23 @@ describe('admin API', () => {
       ['reports', { inspectionId: '00000000-0000-4000-8000-000000000000' }, 'inspectionId'],
       ['devices', { deviceId: 'bad id with spaces', assetId: '00000000-0000-4000-8000-000000000000' }, 'deviceId'],
       ['operators', { identifier: 'X' }, 'operatorName'],
-      ['geofences', { name: 'G', type: 'forbidden', geometry: { type: 'Polygon', coordinates: [[[0, 0], [1, 1]]] } }, 'geometry'],
+      [
+        'geofences',
+        {
+          name: 'G',
+          type: 'forbidden',
+          geometry: {
+            type: 'Polygon',
+            coordinates: [
+              [
+                [0, 0],
+                [1, 1],
+              ],
+            ],
+          },
+        },
+        'geometry',
+      ],
       ['geofences', { name: 'G', type: 'nope', geometry: square }, 'type'],
       ['geofences', { name: 'G', type: 'allowed', geometry: { type: 'Point', coordinates: [1, 2] } }, 'geometry'],
     ];
@@ -179,18 +250,38 @@ describe('admin API', () => {
       expect(response.status, `${path} ${JSON.stringify(payload)} → ${JSON.stringify(body)}`).toBe(400);
       expect(body.error).toContain(field);
     }
-    const notJson = await api.admin(`${base}/assets`, { method: 'POST', body: '{"name":', headers: { 'Content-Type': 'application/json' } });
+    const notJson = await api.admin(`${base}/assets`, {
+      method: 'POST',
+      body: '{"name":',
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(notJson.status).toBe(400);
-    expect((await api.admin('/tenants/00000000-0000-4000-8000-000000000000/assets', { method: 'POST', json: { name: 'A', identifier: 'A' } })).status).toBe(404);
+    expect(
+      (
+        await api.admin('/tenants/00000000-0000-4000-8000-000000000000/assets', {
+          method: 'POST',
+          json: { name: 'A', identifier: 'A' },
+        })
+      ).status,
+    ).toBe(404);
     expect((await api.admin('/tenants/not-a-uuid/assets', { method: 'POST', json: {} })).status).toBe(400);
   });
 
   it('answers 409 for a duplicate device id and asset identifier', async () => {
     const tenant = await created(await api.admin('/tenants', { method: 'POST', json: { name: 'Dupes' } }));
     const base = `/tenants/${tenant.id}`;
-    const asset = await created(await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'A', identifier: 'DUP-1' } }));
-    expect((await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'B', identifier: 'DUP-1' } })).status).toBe(409);
-    await created(await api.admin(`${base}/devices`, { method: 'POST', json: { deviceId: 'dup-device', assetId: asset.id } }));
-    expect((await api.admin(`${base}/devices`, { method: 'POST', json: { deviceId: 'dup-device', assetId: asset.id } })).status).toBe(409);
+    const asset = await created(
+      await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'A', identifier: 'DUP-1' } }),
+    );
+    expect(
+      (await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'B', identifier: 'DUP-1' } })).status,
+    ).toBe(409);
+    await created(
+      await api.admin(`${base}/devices`, { method: 'POST', json: { deviceId: 'dup-device', assetId: asset.id } }),
+    );
+    expect(
+      (await api.admin(`${base}/devices`, { method: 'POST', json: { deviceId: 'dup-device', assetId: asset.id } }))
+        .status,
+    ).toBe(409);
   });
 });

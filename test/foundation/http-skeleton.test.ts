@@ -18,7 +18,12 @@ beforeAll(async () => {
       done();
     },
   });
-  api = await startTestApi(db.pool, db.url, { GANTRY_MAX_JSON_BYTES: '2048' }, createLogger({ level: 'debug', format: 'json', destination: sink }));
+  api = await startTestApi(
+    db.pool,
+    db.url,
+    { GANTRY_MAX_JSON_BYTES: '2048' },
+    createLogger({ level: 'debug', format: 'json', destination: sink }),
+  );
   tenant = await createTenantWithKeys(db.pool, ['Acme']);
 });
 afterAll(async () => {

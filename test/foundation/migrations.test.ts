@@ -61,7 +61,11 @@ describe.each(availableStorageModes())('migrations in %s mode', (mode) => {
       const hypertables = await pool.query<{ hypertable_name: string }>(
         `SELECT hypertable_name FROM timescaledb_information.hypertables WHERE hypertable_schema = 'public' ORDER BY 1`,
       );
-      expect(hypertables.rows.map((row) => row.hypertable_name)).toEqual(['device_messages', 'telemetry_readings', 'telemetry_segments']);
+      expect(hypertables.rows.map((row) => row.hypertable_name)).toEqual([
+        'device_messages',
+        'telemetry_readings',
+        'telemetry_segments',
+      ]);
     } else {
       expect(kinds.rows).toEqual([
         { relname: 'telemetry_readings', relkind: 'r' },
@@ -92,6 +96,8 @@ describe('storage mode', () => {
       return;
     }
     const url = await emptyDatabase();
-    await expect(migrateDatabase(url, { storageMode: 'timescaledb' })).rejects.toThrow(/GANTRY_STORAGE_MODE=timescaledb, but/);
+    await expect(migrateDatabase(url, { storageMode: 'timescaledb' })).rejects.toThrow(
+      /GANTRY_STORAGE_MODE=timescaledb, but/,
+    );
   });
 });

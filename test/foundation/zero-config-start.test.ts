@@ -22,7 +22,11 @@ afterAll(async () => {
 });
 
 /** Runs `gantry start` with no database or broker configured; resolves with its printed lines. */
-function startGantry(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function startGantry(env: Record<string, string>): {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+} {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-zero-'));
   chmodSync(dataDir, 0o755);
   dirs.push(dataDir);
@@ -47,7 +51,11 @@ function startGantry(env: Record<string, string>): { child: ChildProcess; output
   return { child, output: () => output, exited };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -67,7 +75,9 @@ describe('zero-configuration start (embedded PostgreSQL and MQTT broker)', () =>
     });
     const tenantKey = await waitFor(
       'the printed demo key',
-      () => /Demo tenant key:\s+(gk_\S+)/.exec(gantry.output())?.[1] ?? (gantry.child.exitCode !== null ? 'exited' : undefined),
+      () =>
+        /Demo tenant key:\s+(gk_\S+)/.exec(gantry.output())?.[1] ??
+        (gantry.child.exitCode !== null ? 'exited' : undefined),
       150_000,
     );
     expect(tenantKey, gantry.output()).toMatch(/^gk_/);
@@ -81,20 +91,31 @@ describe('zero-configuration start (embedded PostgreSQL and MQTT broker)', () =>
 
     const ts = new Date(Date.now() - 1000).toISOString();
     const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${mqttPort}`, { clientId: 'zero-config-test' });
-    await client.publishAsync('gantry/v1/devices/demo-sc-01/gps', JSON.stringify({ ts, lat: 51.9501, lon: 4.0512, speedKmh: 7 }), { qos: 1 });
+    await client.publishAsync(
+      'gantry/v1/devices/demo-sc-01/gps',
+      JSON.stringify({ ts, lat: 51.9501, lon: 4.0512, speedKmh: 7 }),
+      { qos: 1 },
+    );
     await client.endAsync();
 
     const device = await waitFor(
       'the reading to show on /telemetry/devices',
       async () => {
         const response = await fetch(`${base}/telemetry/devices?q=demo-sc-01`, { headers: { 'X-API-Key': tenantKey } });
-        const body = (await response.json()) as { items: Array<{ deviceId: string; latitude: number | null; lastMessageAt: string | null }> };
+        const body = (await response.json()) as {
+          items: Array<{ deviceId: string; latitude: number | null; lastMessageAt: string | null }>;
+        };
         const found = body.items.find((item) => item.deviceId === 'demo-sc-01');
         return found?.latitude != null ? found : undefined;
       },
       60_000,
     );
-    expect(device).toMatchObject({ deviceId: 'demo-sc-01', latitude: 51.9501, longitude: 4.0512, lastMessageAt: ts.replace(/(\.\d{3})?Z$/, (m) => (m.length > 1 ? m : '.000Z')) });
+    expect(device).toMatchObject({
+      deviceId: 'demo-sc-01',
+      latitude: 51.9501,
+      longitude: 4.0512,
+      lastMessageAt: ts.replace(/(\.\d{3})?Z$/, (m) => (m.length > 1 ? m : '.000Z')),
+    });
 
     gantry.child.kill('SIGINT');
     expect(await gantry.exited).toBe(0);

@@ -70,30 +70,70 @@ async function seed(): Promise<void> {
   await provisioning.disableApiKey(deps, t, disabled.id);
   keys.disabled = disabled.key;
   const type = await provisioning.createAssetType(deps, t, { name: 'Straddle carrier' });
-  const asset = await provisioning.createAsset(deps, t, { name: 'SC-01', identifier: 'SC-01', assetType: type.name, customerName: 'Acme' });
+  const asset = await provisioning.createAsset(deps, t, {
+    name: 'SC-01',
+    identifier: 'SC-01',
+    assetType: type.name,
+    customerName: 'Acme',
+  });
   const template = await provisioning.createTemplate(deps, t, { name: 'Daily check', assetTypeIds: [type.id] });
-  const inspection = await provisioning.createInspection(deps, t, { assetId: asset.id, templateId: template.id, completedAt: '2026-11-10T08:00:00Z' });
-  const report = await provisioning.createReport(deps, t, { inspectionId: inspection.id, impact: 'warning', outcome: 'completed' });
+  const inspection = await provisioning.createInspection(deps, t, {
+    assetId: asset.id,
+    templateId: template.id,
+    completedAt: '2026-11-10T08:00:00Z',
+  });
+  const report = await provisioning.createReport(deps, t, {
+    inspectionId: inspection.id,
+    impact: 'warning',
+    outcome: 'completed',
+  });
   const device = await provisioning.createDevice(deps, t, { deviceId: 'FUZZ-DEV-1', assetId: asset.id });
   const geofence = await provisioning.createGeofence(deps, t, {
     name: 'Quay',
     type: 'forbidden',
-    geometry: { type: 'Polygon', coordinates: [[[9.9, 53.5], [10.0, 53.5], [10.0, 53.6], [9.9, 53.5]]] },
+    geometry: {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [9.9, 53.5],
+          [10.0, 53.5],
+          [10.0, 53.6],
+          [9.9, 53.5],
+        ],
+      ],
+    },
   });
   const alert = await db.pool.query<{ id: string }>(
     `INSERT INTO geofence_alerts (tenant_id, geofence_id, asset_id, alert_type, created_at) VALUES ($1, $2, $3, 'forbidden_enter', '2026-11-10T09:00:00Z') RETURNING id`,
     [t, geofence.id, asset.id],
   );
-  uuids.push(t, asset.id, type.id, template.id, inspection.id, report.id, device.id, geofence.id, alert.rows[0]!.id, disabled.id);
+  uuids.push(
+    t,
+    asset.id,
+    type.id,
+    template.id,
+    inspection.id,
+    report.id,
+    device.id,
+    geofence.id,
+    alert.rows[0]!.id,
+    disabled.id,
+  );
 
   // Whatever the create endpoints of the features make (service requests, webhook
   // subscriptions…), made through the API with bodies generated from their schemas.
   const generator = new ValueGenerator(seededRandom(SEED ^ 0x5eed), { uuids: [asset.id] });
-  for (const route of routes.filter((r) => r.base === 'external' && r.method === 'post' && r.request?.body && !r.path.includes(':'))) {
+  for (const route of routes.filter(
+    (r) => r.base === 'external' && r.method === 'post' && r.request?.body && !r.path.includes(':'),
+  )) {
     const schema = inputJsonSchema(route.request!.body!);
     for (let attempt = 0; attempt < 4; attempt++) {
       const body = generator.valid(schema, schema);
-      const response = await api.external(route.path, keys.tenant!, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      const response = await api.external(route.path, keys.tenant!, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       const created = (await response.json().catch(() => null)) as { id?: unknown } | null;
       if (response.status < 300 && typeof created?.id === 'string') uuids.push(created.id);
     }
@@ -113,7 +153,19 @@ function encodeSegment(value: string): string {
 function planRequest(route: RouteSpec, random: () => number, generator: ValueGenerator): FuzzRequest {
   const base = basePaths[route.base];
   const headers: Record<string, string> = {};
-  const kinds = ['valid', 'query', 'query', 'path', 'body', 'body', 'content-type', 'oversized', 'key', 'method', 'raw-query'];
+  const kinds = [
+    'valid',
+    'query',
+    'query',
+    'path',
+    'body',
+    'body',
+    'content-type',
+    'oversized',
+    'key',
+    'method',
+    'raw-query',
+  ];
   const kind = pick(random, kinds);
 
   if (route.auth === 'apiKey') headers['X-API-Key'] = random() < 0.7 ? keys.tenant! : keys.customer!;
@@ -121,14 +173,23 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
 
   // Path parameters: valid uuids (often of real rows) unless this request mutates them.
   const params: Record<string, string> = {};
-  const paramSchema = route.request?.params instanceof z.ZodObject ? (inputJsonSchema(route.request.params) as JsonSchema) : null;
+  const paramSchema =
+    route.request?.params instanceof z.ZodObject ? (inputJsonSchema(route.request.params) as JsonSchema) : null;
   for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((m) => m.slice(1)) ?? []) {
     const property = paramSchema?.properties?.[name] ?? { type: 'string', format: 'uuid' };
     params[name] = String(generator.valid(property, paramSchema ?? {}, name));
   }
   if (kind === 'path' && Object.keys(params).length > 0) {
     const name = pick(random, Object.keys(params));
-    params[name] = pick(random, [generator.nastyString(), '%ZZ', '%E0%A4%A', '..', '%2e%2e%2f', 'a'.repeat(3000), generator.uuid()]);
+    params[name] = pick(random, [
+      generator.nastyString(),
+      '%ZZ',
+      '%E0%A4%A',
+      '..',
+      '%2e%2e%2f',
+      'a'.repeat(3000),
+      generator.uuid(),
+    ]);
   }
   let routePath = route.path.replace(/:([A-Za-z0-9_]+)/g, (_whole, name: string) => {
     const value = params[name] ?? 'x';
@@ -149,9 +210,23 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
       if (random() < 0.3) query.append(name, generator.nastyString());
     }
   }
-  if (kind === 'query' && random() < 0.3) query.set(pick(random, ['unknown', '__proto__', 'constructor', 'limit', 'offset', 'from', 'to']), generator.nastyString());
+  if (kind === 'query' && random() < 0.3)
+    query.set(
+      pick(random, ['unknown', '__proto__', 'constructor', 'limit', 'offset', 'from', 'to']),
+      generator.nastyString(),
+    );
   let search = query.toString();
-  if (kind === 'raw-query') search = pick(random, ['limit=%ZZ', 'from=%E0%A4%A', 'offset[]=1&offset[]=2', 'a[b][c][d][e]=1', '%', '&&&=&', `q=${'%41'.repeat(2000)}`, 'limit=1&limit=2&limit=3']);
+  if (kind === 'raw-query')
+    search = pick(random, [
+      'limit=%ZZ',
+      'from=%E0%A4%A',
+      'offset[]=1&offset[]=2',
+      'a[b][c][d][e]=1',
+      '%',
+      '&&&=&',
+      `q=${'%41'.repeat(2000)}`,
+      'limit=1&limit=2&limit=3',
+    ]);
 
   // Body: JSON from the schema; broken in various ways for body requests.
   let body: Buffer | undefined;
@@ -167,13 +242,24 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
       } else if (variant === 1 && value && typeof value === 'object') {
         for (const name of schema.required ?? []) delete (value as Record<string, unknown>)[name];
       } else if (variant === 2 && value && typeof value === 'object') {
-        (value as Record<string, unknown>)[pick(random, ['unknown', 'tenantId', 'id', 'customerName', 'status'])] = generator.nastyJson();
+        (value as Record<string, unknown>)[pick(random, ['unknown', 'tenantId', 'id', 'customerName', 'status'])] =
+          generator.nastyJson();
       } else if (variant === 3) {
         value = generator.nastyJson();
       }
       body = Buffer.from(
         variant === 4
-          ? pick(random, ['{', '{"title":', 'not json', '{"a":1}}', "{'single':'quotes'}", '\u0000', '[' .repeat(20_000), '{"a":'.repeat(5000), '\ufeff{}'])
+          ? pick(random, [
+              '{',
+              '{"title":',
+              'not json',
+              '{"a":1}}',
+              "{'single':'quotes'}",
+              '\u0000',
+              '['.repeat(20_000),
+              '{"a":'.repeat(5000),
+              '\ufeff{}',
+            ])
           : JSON.stringify(value ?? null),
       );
     } else {
@@ -182,11 +268,15 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
   } else if (route.request?.multipart) {
     const boundary = `fuzz${Math.floor(random() * 1e9)}`;
     const size = kind === 'oversized' ? MAX_UPLOAD_BYTES + 1024 : Math.floor(random() * 2048);
-    const field = kind === 'body' ? pick(random, ['other', route.request.multipart.fileField]) : route.request.multipart.fileField;
+    const field =
+      kind === 'body' ? pick(random, ['other', route.request.multipart.fileField]) : route.request.multipart.fileField;
     const filename = kind === 'body' ? pick(random, ['../../etc/passwd', 'a'.repeat(500), 'x.exe', '']) : 'photo.txt';
-    headers['Content-Type'] = kind === 'body' && random() < 0.3 ? 'multipart/form-data' : `multipart/form-data; boundary=${boundary}`;
+    headers['Content-Type'] =
+      kind === 'body' && random() < 0.3 ? 'multipart/form-data' : `multipart/form-data; boundary=${boundary}`;
     body = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: text/plain\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: text/plain\r\n\r\n`,
+      ),
       Buffer.alloc(size, 'x'),
       Buffer.from(kind === 'body' && random() < 0.5 ? '' : `\r\n--${boundary}--\r\n`),
     ]);
@@ -201,16 +291,39 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
     body = Buffer.from(JSON.stringify({ title: 'x'.repeat(MAX_JSON_BYTES + 100) }));
   }
   if (kind === 'content-type' && (body || route.method !== 'get')) {
-    headers['Content-Type'] = pick(random, ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'image/png', '', 'application/json, text/plain']);
+    headers['Content-Type'] = pick(random, [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/xml',
+      'multipart/form-data; boundary=x',
+      'application/json; charset=latin1',
+      'image/png',
+      '',
+      'application/json, text/plain',
+    ]);
     body ??= Buffer.from('title=x&status=closed');
     if (headers['Content-Type'] === '') delete headers['Content-Type'];
   }
   for (const [name, schema] of Object.entries(route.request?.headers?.shape ?? {})) {
     const jsonSchema = inputJsonSchema(schema as z.ZodType);
-    if (random() < 0.5) headers[name] = kind === 'valid' ? String(generator.valid(jsonSchema, jsonSchema, name)) : pick(random, ['', ' ', 'a'.repeat(1000), 'key-1', "'; DROP TABLE x; --"]);
+    if (random() < 0.5)
+      headers[name] =
+        kind === 'valid'
+          ? String(generator.valid(jsonSchema, jsonSchema, name))
+          : pick(random, ['', ' ', 'a'.repeat(1000), 'key-1', "'; DROP TABLE x; --"]);
   }
   if (kind === 'key') {
-    const bad = pick(random, ['missing', 'empty', 'malformed', 'unknown', 'disabled', 'long', 'admin', 'spaces', 'lowercase-header']);
+    const bad = pick(random, [
+      'missing',
+      'empty',
+      'malformed',
+      'unknown',
+      'disabled',
+      'long',
+      'admin',
+      'spaces',
+      'lowercase-header',
+    ]);
     delete headers['X-API-Key'];
     delete headers.Authorization;
     if (bad === 'empty') headers['X-API-Key'] = '';
@@ -222,7 +335,10 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
     if (bad === 'spaces') headers['X-API-Key'] = ` ${keys.tenant} `;
     if (bad === 'lowercase-header') headers['x-api-key'] = `${keys.tenant!.slice(0, -2)}__`;
   }
-  const method = kind === 'method' ? pick(random, ['PUT', 'DELETE', 'PATCH', 'POST', 'OPTIONS', 'HEAD', 'GET']) : route.method.toUpperCase();
+  const method =
+    kind === 'method'
+      ? pick(random, ['PUT', 'DELETE', 'PATCH', 'POST', 'OPTIONS', 'HEAD', 'GET'])
+      : route.method.toUpperCase();
   return { kind, method, path: `${base}${routePath}${search ? `?${search}` : ''}`, headers, ...(body ? { body } : {}) };
 }
 
@@ -231,11 +347,24 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 function send(url: URL, request: FuzzRequest): Promise<Outcome> {
   return new Promise((resolve, reject) => {
     const outgoing = http.request(
-      { host: url.hostname, port: url.port, method: request.method, path: request.path, headers: { ...request.headers, ...(request.body ? { 'Content-Length': String(request.body.length) } : {}) }, agent },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: request.method,
+        path: request.path,
+        headers: { ...request.headers, ...(request.body ? { 'Content-Length': String(request.body.length) } : {}) },
+        agent,
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, contentType: String(response.headers['content-type'] ?? ''), body: Buffer.concat(chunks).toString('utf8') }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            contentType: String(response.headers['content-type'] ?? ''),
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
         response.on('error', reject);
       },
     );
@@ -245,34 +374,42 @@ function send(url: URL, request: FuzzRequest): Promise<Outcome> {
   });
 }
 
-const LEAKS = /\bat .+\.(ts|js|mjs):\d+|node_modules|\bstack\b|\bSELECT\b|\bINSERT INTO\b|\bUPDATE \w+ SET\b|syntax error at|violates|relation "|column "|duplicate key|invalid input syntax|ECONNREFUSED/i;
+const LEAKS =
+  /\bat .+\.(ts|js|mjs):\d+|node_modules|\bstack\b|\bSELECT\b|\bINSERT INTO\b|\bUPDATE \w+ SET\b|syntax error at|violates|relation "|column "|duplicate key|invalid input syntax|ECONNREFUSED/i;
 
 /** What is wrong with an answer, or null. */
 function problemWith(request: FuzzRequest, outcome: Outcome): string | null {
   if (outcome.status >= 500) return `status ${outcome.status}: ${outcome.body.slice(0, 300)}`;
   if (outcome.status < 400 || request.method === 'HEAD') return null;
-  if (!/^application\/json/.test(outcome.contentType)) return `error ${outcome.status} with content type ${outcome.contentType}`;
+  if (!/^application\/json/.test(outcome.contentType))
+    return `error ${outcome.status} with content type ${outcome.contentType}`;
   let body: unknown;
   try {
     body = JSON.parse(outcome.body);
   } catch {
     return `error ${outcome.status} whose body is not JSON: ${outcome.body.slice(0, 200)}`;
   }
-  if (!body || typeof body !== 'object' || typeof (body as { error?: unknown }).error !== 'string') return `error ${outcome.status} without {"error"}: ${outcome.body.slice(0, 200)}`;
+  if (!body || typeof body !== 'object' || typeof (body as { error?: unknown }).error !== 'string')
+    return `error ${outcome.status} without {"error"}: ${outcome.body.slice(0, 200)}`;
   const extra = Object.keys(body).filter((name) => name !== 'error' && name !== 'code');
   if (extra.length > 0) return `error ${outcome.status} with fields beyond error/code: ${extra.join(', ')}`;
-  if (LEAKS.test((body as { error: string }).error)) return `error ${outcome.status} reveals internals: ${(body as { error: string }).error.slice(0, 200)}`;
+  if (LEAKS.test((body as { error: string }).error))
+    return `error ${outcome.status} reveals internals: ${(body as { error: string }).error.slice(0, 200)}`;
   return null;
 }
 
 describe(`fuzzing every route of the registry (seed ${SEED})`, () => {
-  it(`${REQUESTS} generated requests: no 5xx, every error is {"error", "code"} without internals`, { timeout: 300_000 }, async () => {
+  it(`${REQUESTS} generated requests: no 5xx, every error is {"error", "code"} without internals`, {
+    timeout: 300_000,
+  }, async () => {
     const random = seededRandom(SEED);
     const generator = new ValueGenerator(random, { uuids });
     // Every route, round robin, so each gets its share whatever order the features add them in.
     const targets = [...routes].sort((a, b) => a.operationId.localeCompare(b.operationId));
     // File exports cost far more than the rest (a workbook each), so they get a third of the share.
-    const slots = targets.flatMap((route) => Array.from({ length: /\/export\.(csv|xlsx)$/.test(route.path) ? 1 : 3 }, () => route));
+    const slots = targets.flatMap((route) =>
+      Array.from({ length: /\/export\.(csv|xlsx)$/.test(route.path) ? 1 : 3 }, () => route),
+    );
     const plan = Array.from({ length: REQUESTS }, (_, index) => {
       const route = slots[index % slots.length]!;
       return { route, request: planRequest(route, random, generator) };
@@ -293,18 +430,31 @@ describe(`fuzzing every route of the registry (seed ${SEED})`, () => {
       const perRoute = statuses.get(route.operationId) ?? new Map<number, number>();
       perRoute.set(outcome.status, (perRoute.get(outcome.status) ?? 0) + 1);
       statuses.set(route.operationId, perRoute);
-      if (outcome.status < 400 || ([404, 409, 422].includes(outcome.status) && !outcome.body.includes('no such endpoint'))) reachedHandler.add(route.operationId);
+      if (
+        outcome.status < 400 ||
+        ([404, 409, 422].includes(outcome.status) && !outcome.body.includes('no such endpoint'))
+      )
+        reachedHandler.add(route.operationId);
       const problem = problemWith(request, outcome);
       if (problem) {
         const shownBody = request.body ? ` body ${request.body.subarray(0, 120).toString('utf8')}` : '';
-        failures.push(`${route.operationId} [${request.kind}] ${request.method} ${request.path.slice(0, 200)} ${JSON.stringify(request.headers).slice(0, 200)}${shownBody} → ${problem}`);
+        failures.push(
+          `${route.operationId} [${request.kind}] ${request.method} ${request.path.slice(0, 200)} ${JSON.stringify(request.headers).slice(0, 200)}${shownBody} → ${problem}`,
+        );
       }
     });
     agent.destroy();
     // FUZZ_REPORT=<file> keeps every failure and the status counts per route for a closer look.
     if (process.env.FUZZ_REPORT) {
       const { writeFileSync } = await import('node:fs');
-      writeFileSync(process.env.FUZZ_REPORT, JSON.stringify({ failures, statuses: Object.fromEntries([...statuses].map(([k, v]) => [k, Object.fromEntries(v)])) }, null, 1));
+      writeFileSync(
+        process.env.FUZZ_REPORT,
+        JSON.stringify(
+          { failures, statuses: Object.fromEntries([...statuses].map(([k, v]) => [k, Object.fromEntries(v)])) },
+          null,
+          1,
+        ),
+      );
     }
 
     expect(failures.slice(0, 25)).toEqual([]);
@@ -313,10 +463,23 @@ describe(`fuzzing every route of the registry (seed ${SEED})`, () => {
     // them. (Admin bodies such as GeoJSON zones are beyond blind generation; those routes
     // must at least get past authentication to their validation.)
     expect([...statuses.keys()].sort()).toEqual(targets.map((route) => route.operationId).sort());
-    const pastAuth = (route: RouteSpec) => [...(statuses.get(route.operationId)?.keys() ?? [])].some((status) => ![401, 405, 413].includes(status));
-    expect(targets.filter((route) => route.base === 'admin' && !pastAuth(route)).map((route) => route.operationId)).toEqual([]);
-    expect(targets.filter((route) => route.base !== 'admin' && !reachedHandler.has(route.operationId)).map((route) => `${route.operationId}: ${JSON.stringify([...(statuses.get(route.operationId) ?? new Map()).entries()])}`)).toEqual([]);
-    const total = [...statuses.values()].reduce((sum, perRoute) => sum + [...perRoute.values()].reduce((a, b) => a + b, 0), 0);
+    const pastAuth = (route: RouteSpec) =>
+      [...(statuses.get(route.operationId)?.keys() ?? [])].some((status) => ![401, 405, 413].includes(status));
+    expect(
+      targets.filter((route) => route.base === 'admin' && !pastAuth(route)).map((route) => route.operationId),
+    ).toEqual([]);
+    expect(
+      targets
+        .filter((route) => route.base !== 'admin' && !reachedHandler.has(route.operationId))
+        .map(
+          (route) =>
+            `${route.operationId}: ${JSON.stringify([...(statuses.get(route.operationId) ?? new Map()).entries()])}`,
+        ),
+    ).toEqual([]);
+    const total = [...statuses.values()].reduce(
+      (sum, perRoute) => sum + [...perRoute.values()].reduce((a, b) => a + b, 0),
+      0,
+    );
     expect(total).toBe(REQUESTS);
   });
 });

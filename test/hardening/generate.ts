@@ -13,7 +13,12 @@ const converted = new WeakMap<z.ZodType, JsonSchema>();
 export function inputJsonSchema(schema: z.ZodType): JsonSchema {
   let json = converted.get(schema);
   if (!json) {
-    json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', reused: 'inline', cycles: 'ref' }) as JsonSchema;
+    json = z.toJSONSchema(schema, {
+      io: 'input',
+      unrepresentable: 'any',
+      reused: 'inline',
+      cycles: 'ref',
+    }) as JsonSchema;
     converted.set(schema, json);
   }
   return json;
@@ -41,7 +46,7 @@ export const NASTY_STRINGS = [
   '{"$ne":null}',
   '{"__proto__":{"admin":true}}',
   "' OR '1'='1",
-  "1; DROP TABLE assets; --",
+  '1; DROP TABLE assets; --',
   "x' UNION SELECT key_hash FROM api_keys --",
   '%',
   '_',
@@ -109,7 +114,13 @@ function nested(depth: number): unknown {
   return value;
 }
 
-const VALID_DATES = ['2026-11-01', '2026-10-15', '2026-11-20T06:00:00Z', '2026-11-21T23:30:00.000Z', '2026-11-18T08:00:00+02:00'];
+const VALID_DATES = [
+  '2026-11-01',
+  '2026-10-15',
+  '2026-11-20T06:00:00Z',
+  '2026-11-21T23:30:00.000Z',
+  '2026-11-18T08:00:00+02:00',
+];
 
 export interface GeneratorPools {
   /** Identifiers of seeded objects, so path and body uuids sometimes hit real rows. */
@@ -153,9 +164,11 @@ export class ValueGenerator {
       const nonNull = variants.filter((variant) => this.resolve(variant, root).type !== 'null');
       return this.valid(pick(this.random, nonNull.length > 0 ? nonNull : variants), root, name, depth + 1);
     }
-    if (Array.isArray(schema.allOf) && schema.allOf.length > 0) return this.valid(schema.allOf[0], root, name, depth + 1);
+    if (Array.isArray(schema.allOf) && schema.allOf.length > 0)
+      return this.valid(schema.allOf[0], root, name, depth + 1);
     if (schema.example !== undefined && this.chance(0.5)) return schema.example;
-    if (Array.isArray(schema.examples) && schema.examples.length > 0 && this.chance(0.5)) return pick(this.random, schema.examples);
+    if (Array.isArray(schema.examples) && schema.examples.length > 0 && this.chance(0.5))
+      return pick(this.random, schema.examples);
     if (schema.default !== undefined && this.chance(0.3)) return schema.default;
     const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
     switch (type) {
@@ -163,8 +176,18 @@ export class ValueGenerator {
         return this.validString(schema, name);
       case 'integer':
       case 'number': {
-        const min = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 0;
-        const max = typeof schema.maximum === 'number' ? schema.maximum : typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum - 1 : min + 100;
+        const min =
+          typeof schema.minimum === 'number'
+            ? schema.minimum
+            : typeof schema.exclusiveMinimum === 'number'
+              ? schema.exclusiveMinimum + 1
+              : 0;
+        const max =
+          typeof schema.maximum === 'number'
+            ? schema.maximum
+            : typeof schema.exclusiveMaximum === 'number'
+              ? schema.exclusiveMaximum - 1
+              : min + 100;
         const span = Math.min(max - min, 1000);
         const value = min + this.random() * span;
         return type === 'integer' ? Math.round(value) : Math.round(value * 100) / 100;
@@ -194,7 +217,11 @@ export class ValueGenerator {
   private validString(schema: JsonSchema, name: string): string {
     const format: string | undefined = schema.format;
     if (format === 'uuid' || /(^id$|Id$)/.test(name)) return this.uuid();
-    if (format === 'date-time' || /^(from|to)$|At$/.test(name)) return pick(this.random, VALID_DATES.filter((d) => format !== 'date-time' || d.includes('T')));
+    if (format === 'date-time' || /^(from|to)$|At$/.test(name))
+      return pick(
+        this.random,
+        VALID_DATES.filter((d) => format !== 'date-time' || d.includes('T')),
+      );
     if (format === 'date') return '2026-11-01';
     if (format === 'email' || /email/i.test(name)) return 'fuzz@example.com';
     if (format === 'uri' || format === 'url' || /url$/i.test(name)) return 'http://127.0.0.1:9/hook';

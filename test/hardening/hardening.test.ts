@@ -40,7 +40,11 @@ beforeAll(async () => {
   api = await startTestApi(
     db.pool,
     db.url,
-    { GANTRY_MAX_JSON_BYTES: String(MAX_JSON_BYTES), GANTRY_MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES), GANTRY_REQUEST_TIMEOUT_MS: '2000' },
+    {
+      GANTRY_MAX_JSON_BYTES: String(MAX_JSON_BYTES),
+      GANTRY_MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES),
+      GANTRY_REQUEST_TIMEOUT_MS: '2000',
+    },
     capturingLogger(),
   );
   routes = externalKeyRoutes(await registeredRoutes(db.pool, api.config));
@@ -62,7 +66,12 @@ describe('errors say nothing of internals (DESIGN §4)', () => {
         done();
       },
     });
-    const failing = await startTestApi(broken, db.url, {}, createLogger({ level: 'debug', format: 'json', destination: sink }));
+    const failing = await startTestApi(
+      broken,
+      db.url,
+      {},
+      createLogger({ level: 'debug', format: 'json', destination: sink }),
+    );
     try {
       const response = await failing.external('/me', tenant.tenantKey);
       expect(response.status).toBe(500);
@@ -116,11 +125,15 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
     const withBody = routes.filter((route) => route.request?.body);
     expect(withBody.length).toBeGreaterThan(0);
     for (const route of withBody) {
-      const response = await api.external(route.path.replace(/:[A-Za-z0-9_]+/g, '00000000-0000-4000-8000-000000000000'), tenant.tenantKey, {
-        method: route.method.toUpperCase(),
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ title: 'x'.repeat(MAX_JSON_BYTES * 2) }),
-      });
+      const response = await api.external(
+        route.path.replace(/:[A-Za-z0-9_]+/g, '00000000-0000-4000-8000-000000000000'),
+        tenant.tenantKey,
+        {
+          method: route.method.toUpperCase(),
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ title: 'x'.repeat(MAX_JSON_BYTES * 2) }),
+        },
+      );
       expect(response.status, route.operationId).toBe(413);
       expect(await json(response)).toEqual({ error: 'request body is too large', code: 'payload_too_large' });
     }
@@ -130,12 +143,19 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
     const uploads = routes.filter((route) => route.request?.multipart);
     expect(uploads.length).toBeGreaterThan(0);
     const created = await json(
-      await api.external('/service-requests', tenant.tenantKey, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title: 'Upload limit' }) }),
+      await api.external('/service-requests', tenant.tenantKey, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ title: 'Upload limit' }),
+      }),
     );
     for (const route of uploads) {
       const form = new FormData();
       form.append(route.request!.multipart!.fileField, new Blob([Buffer.alloc(MAX_UPLOAD_BYTES * 2, 'x')]), 'big.txt');
-      const response = await api.external(route.path.replace(/:[A-Za-z0-9_]+/g, created.id), tenant.tenantKey, { method: 'POST', body: form });
+      const response = await api.external(route.path.replace(/:[A-Za-z0-9_]+/g, created.id), tenant.tenantKey, {
+        method: 'POST',
+        body: form,
+      });
       expect(response.status, route.operationId).toBe(413);
       expect((await json(response)).error).toEqual(expect.any(String));
     }
@@ -149,7 +169,11 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
   ])('a JSON route answers 400 naming the expected type for a %s body', async (type, body) => {
     const withBody = routes.filter((route) => route.request?.body && !route.path.includes(':'));
     for (const route of withBody) {
-      const response = await api.external(route.path, tenant.tenantKey, { method: route.method.toUpperCase(), headers: { 'Content-Type': type }, body });
+      const response = await api.external(route.path, tenant.tenantKey, {
+        method: route.method.toUpperCase(),
+        headers: { 'Content-Type': type },
+        body,
+      });
       expect(response.status, `${route.operationId} ${type}`).toBe(400);
       expect((await json(response)).error).toMatch(/application\/json/);
     }
@@ -157,8 +181,17 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
 
   it('malformed JSON, NUL characters and deep nesting are 400, not 500', async () => {
     const route = routes.find((r) => r.request?.body && !r.path.includes(':'))!;
-    for (const body of ['{"title":', '{"title":"a\\u0000b"}', `${'['.repeat(50_000)}${']'.repeat(50_000)}`.slice(0, MAX_JSON_BYTES - 10), '\u0000']) {
-      const response = await api.external(route.path, tenant.tenantKey, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    for (const body of [
+      '{"title":',
+      '{"title":"a\\u0000b"}',
+      `${'['.repeat(50_000)}${']'.repeat(50_000)}`.slice(0, MAX_JSON_BYTES - 10),
+      '\u0000',
+    ]) {
+      const response = await api.external(route.path, tenant.tenantKey, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+      });
       expect(response.status, body.slice(0, 20)).toBe(400);
       expect((await json(response)).error).toEqual(expect.any(String));
     }
@@ -166,7 +199,12 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
 });
 
 /** Opens a raw socket and trickles `head` one byte at a time; resolves when the server closes it. */
-function trickle(port: number, head: string, intervalMs: number, maxBytes: number): Promise<{ closedBeforeDone: boolean; answer: string }> {
+function trickle(
+  port: number,
+  head: string,
+  intervalMs: number,
+  maxBytes: number,
+): Promise<{ closedBeforeDone: boolean; answer: string }> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     let sent = 0;

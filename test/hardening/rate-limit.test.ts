@@ -15,7 +15,11 @@ import { registeredRoutes } from './support.ts';
 
 // A window far longer than any test takes, so no budget refills mid-test: 5 requests per
 // 50 s window (0.1/s sustained, bursts of 5).
-const SMALL_BUDGET = { GANTRY_RATE_LIMIT_PER_SECOND: '0.1', GANTRY_RATE_LIMIT_BURST: '5', GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '2' };
+const SMALL_BUDGET = {
+  GANTRY_RATE_LIMIT_PER_SECOND: '0.1',
+  GANTRY_RATE_LIMIT_BURST: '5',
+  GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '2',
+};
 
 let db: TestDatabase;
 let tenant: TenantFixture;
@@ -41,7 +45,10 @@ function redisReachable(): Promise<boolean> {
 }
 
 const hasRedis = await redisReachable();
-if (!hasRedis) console.warn('[rate-limit] no Redis at 127.0.0.1:6379 (Debian package "redis-server"): the shared-Redis test is skipped');
+if (!hasRedis)
+  console.warn(
+    '[rate-limit] no Redis at 127.0.0.1:6379 (Debian package "redis-server"): the shared-Redis test is skipped',
+  );
 
 beforeAll(async () => {
   db = await createTestDatabase('rate_limit');
@@ -81,7 +88,13 @@ async function spendAcross(instances: TestApi[], key: string): Promise<void> {
 
 describe('rate limits per API key (spec: Limits; DESIGN §4)', () => {
   it('sizes the default budget from GANTRY_RATE_LIMIT_PER_SECOND and _BURST (20/s, bursts of 40 → 40 per 2 s)', () => {
-    const defaults = ratePolicies(testConfig(db.url, { GANTRY_RATE_LIMIT_PER_SECOND: '20', GANTRY_RATE_LIMIT_BURST: '40', GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '30' }).rateLimit);
+    const defaults = ratePolicies(
+      testConfig(db.url, {
+        GANTRY_RATE_LIMIT_PER_SECOND: '20',
+        GANTRY_RATE_LIMIT_BURST: '40',
+        GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '30',
+      }).rateLimit,
+    );
     expect(defaults.default).toEqual({ name: 'default', points: 40, windowSeconds: 2 });
     expect(defaults.export).toEqual({ name: 'export', points: 30, windowSeconds: 60 });
   });
@@ -101,7 +114,14 @@ describe('rate limits per API key (spec: Limits; DESIGN §4)', () => {
     const api = await startApi(SMALL_BUDGET);
     const key = tenant.customerKeys.Globex!;
     const routes = await registeredRoutes(db.pool, api.config);
-    const withParams = routes.find((route) => route.base === 'external' && route.auth === 'apiKey' && route.method === 'get' && route.request?.params && !route.tenantKeyOnly);
+    const withParams = routes.find(
+      (route) =>
+        route.base === 'external' &&
+        route.auth === 'apiKey' &&
+        route.method === 'get' &&
+        route.request?.params &&
+        !route.tenantKeyOnly,
+    );
     expect(withParams, 'an external GET route with a path parameter').toBeDefined();
     const invalid = await api.external(withParams!.path.replace(/:[A-Za-z0-9_]+/g, 'not-a-uuid'), key);
     expect(invalid.status).toBeGreaterThanOrEqual(400);
@@ -121,7 +141,9 @@ describe('rate limits per API key (spec: Limits; DESIGN §4)', () => {
     const fresh = await createTenantWithKeys(db.pool, [], 'Redis tenant');
     await spendAcross(instances, fresh.tenantKey);
     // The PostgreSQL store saw none of it.
-    const counted = await db.pool.query(`SELECT count(*)::int AS n FROM rate_limits WHERE key LIKE '%' || $1`, [fresh.tenantKey.slice(3, 15)]);
+    const counted = await db.pool.query(`SELECT count(*)::int AS n FROM rate_limits WHERE key LIKE '%' || $1`, [
+      fresh.tenantKey.slice(3, 15),
+    ]);
     expect(counted.rows[0].n).toBe(0);
   });
 
@@ -165,7 +187,15 @@ describe('the export budget', () => {
     );
     const koa = new Koa();
     koa.use(errorsAndAccessLog(silentLogger()));
-    koa.use(registry.router({ validateResponses: true, authenticate: createAuthenticator(db.pool, undefined), before: (route) => limiter.forRoute(route) }).routes());
+    koa.use(
+      registry
+        .router({
+          validateResponses: true,
+          authenticate: createAuthenticator(db.pool, undefined),
+          before: (route) => limiter.forRoute(route),
+        })
+        .routes(),
+    );
     const server = http.createServer(koa.callback()).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/external/v1`;

@@ -71,7 +71,17 @@ beforeAll(async () => {
   const geofence = await provisioning.createGeofence(deps, tenant.tenantId, {
     name: 'Quay forbidden zone',
     type: 'forbidden',
-    geometry: { type: 'Polygon', coordinates: [[[9.9, 53.5], [10.1, 53.5], [10.1, 53.7], [9.9, 53.5]]] },
+    geometry: {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [9.9, 53.5],
+          [10.1, 53.5],
+          [10.1, 53.7],
+          [9.9, 53.5],
+        ],
+      ],
+    },
   });
   geofenceId = geofence.id;
   templateId = template.id;
@@ -130,7 +140,12 @@ async function seedCustomer(customer: Customer, offset: number): Promise<void> {
   });
   remember(customer, 'report', report.id);
   await provisioning.createOperator(deps, t, { identifier: `${m}-OP`, operatorName: `${m} operator` });
-  const device = await provisioning.createDevice(deps, t, { deviceId: `${m}-DEV-1`, assetId: asset.id, displayName: `${m} tracker`, notes: `${m} notes` });
+  const device = await provisioning.createDevice(deps, t, {
+    deviceId: `${m}-DEV-1`,
+    assetId: asset.id,
+    displayName: `${m} tracker`,
+    notes: `${m} notes`,
+  });
   remember(customer, 'device', device.id);
   await seedTelemetry(customer, device.id, asset.id, offset);
 
@@ -164,7 +179,10 @@ async function seedCustomer(customer: Customer, offset: number): Promise<void> {
     remember(customer, 'serviceRequest', request.id);
     const form = new FormData();
     form.append('file', new Blob([`${m} file content`], { type: 'text/plain' }), `${m}-photo.txt`);
-    const uploaded = await api.external(`/service-requests/${request.id}/files`, customer.key, { method: 'POST', body: form });
+    const uploaded = await api.external(`/service-requests/${request.id}/files`, customer.key, {
+      method: 'POST',
+      body: form,
+    });
     expect(uploaded.status, `upload for ${customer.label}`).toBeLessThan(300);
     const file = (await uploaded.json()) as { id: string };
     remember(customer, 'file', file.id);
@@ -182,12 +200,125 @@ async function seedTelemetry(customer: Customer, deviceUuid: string, assetId: st
     const moving = step % 20 < 12;
     const lat = 53.5 + step * (moving ? 0.0004 : 0) + offset * 0.01;
     const lon = 9.95 + step * (moving ? 0.0004 : 0);
-    rows.push([deviceUuid, assetId, 'gps', ts, true, lat, lon, moving ? 18 : 0, 0.9, true, true, null, null, null, null, null, null]);
-    if (step % 10 === 0) rows.push([deviceUuid, assetId, 'adcin', ts, true, null, null, null, null, null, null, step % 20 === 0, null, null, null, null, null]);
-    if (step % 4 === 0) rows.push([deviceUuid, assetId, 'hourmeter', ts, true, null, null, null, null, null, null, null, 1_000_000 + step * 30, null, null, null, null]);
-    if (step % 10 === 5) rows.push([deviceUuid, assetId, 'imu', ts, true, null, null, null, null, null, null, null, null, 3.1, 50, null, null]);
-    if (step === 1) rows.push([deviceUuid, assetId, 'identifier', ts, true, null, null, null, null, null, null, null, null, null, null, `${customer.marker}-OP`, 'login']);
-    if (step === 230) rows.push([deviceUuid, assetId, 'identifier', ts, true, null, null, null, null, null, null, null, null, null, null, `${customer.marker}-OP`, 'logout']);
+    rows.push([
+      deviceUuid,
+      assetId,
+      'gps',
+      ts,
+      true,
+      lat,
+      lon,
+      moving ? 18 : 0,
+      0.9,
+      true,
+      true,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+    ]);
+    if (step % 10 === 0)
+      rows.push([
+        deviceUuid,
+        assetId,
+        'adcin',
+        ts,
+        true,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        step % 20 === 0,
+        null,
+        null,
+        null,
+        null,
+        null,
+      ]);
+    if (step % 4 === 0)
+      rows.push([
+        deviceUuid,
+        assetId,
+        'hourmeter',
+        ts,
+        true,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        1_000_000 + step * 30,
+        null,
+        null,
+        null,
+        null,
+      ]);
+    if (step % 10 === 5)
+      rows.push([
+        deviceUuid,
+        assetId,
+        'imu',
+        ts,
+        true,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        3.1,
+        50,
+        null,
+        null,
+      ]);
+    if (step === 1)
+      rows.push([
+        deviceUuid,
+        assetId,
+        'identifier',
+        ts,
+        true,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        `${customer.marker}-OP`,
+        'login',
+      ]);
+    if (step === 230)
+      rows.push([
+        deviceUuid,
+        assetId,
+        'identifier',
+        ts,
+        true,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        `${customer.marker}-OP`,
+        'logout',
+      ]);
   }
   const column = (index: number) => rows.map((row) => row[index]);
   await db.pool.query(
@@ -225,12 +356,18 @@ async function deriveAndRefresh(): Promise<void> {
   const config = testConfig(db.url);
   const logger = silentLogger();
   for (let guard = 0; guard < 100; guard++) {
-    const run = await deriveDirtyDevices({ pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }), logger, config }, () => now);
+    const run = await deriveDirtyDevices(
+      { pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }), logger, config },
+      () => now,
+    );
     if (run.devices === 0) break;
   }
   // Settle every closed hour so raw-traffic counts are materialized too.
   for (let guard = 0; guard < 100; guard++) {
-    const result = await refreshGold({ pool: db.pool, logger, storageMode: db.mode }, { now: () => now + 3 * HOUR, settleMs: 0 });
+    const result = await refreshGold(
+      { pool: db.pool, logger, storageMode: db.mode },
+      { now: () => now + 3 * HOUR, settleMs: 0 },
+    );
     if (result.failed.length > 0) throw new Error(`gold refresh failed: ${result.failed.join(', ')}`);
     if (!result.more) break;
   }
@@ -272,7 +409,11 @@ function queryVariants(route: RouteSpec, self: Customer, other: Customer | null)
     if (baseQuery.has(name)) continue;
     const kind = name === 'assetId' ? 'asset' : name === 'deviceId' ? 'device' : null;
     const value = kind ? self.ids[kind]?.[0] : undefined;
-    baseQuery.set(name, value ?? String(new ValueGenerator(seededRandom(1), { uuids: [] }).valid(schema!.properties[name], schema!, name)));
+    baseQuery.set(
+      name,
+      value ??
+        String(new ValueGenerator(seededRandom(1), { uuids: [] }).valid(schema!.properties[name], schema!, name)),
+    );
   }
   const variants = [baseQuery.toString()];
   for (const [name, property] of Object.entries(properties)) {
@@ -311,20 +452,37 @@ async function readBody(response: Response): Promise<string> {
 }
 
 /** Fills a route's path with one id per parameter; yields each combination with its owner. */
-function pathCombinations(route: RouteSpec, self: Customer, other: Customer | null): { path: string; owner: Observation['pathOwner'] }[] {
+function pathCombinations(
+  route: RouteSpec,
+  self: Customer,
+  other: Customer | null,
+): { path: string; owner: Observation['pathOwner'] }[] {
   const names = route.path.match(/:([A-Za-z0-9_]+)/g)?.map((match) => match.slice(1)) ?? [];
   if (names.length === 0) return [{ path: route.path, owner: 'none' }];
   const all = (customer: Customer | null, kind: string | null) =>
-    customer ? (kind ? (customer.ids[kind] ?? []) : Object.values(customer.ids).flat()).map((id) => ({ id, owner: customer === self ? ('own' as const) : ('other' as const) })) : [];
+    customer
+      ? (kind ? (customer.ids[kind] ?? []) : Object.values(customer.ids).flat()).map((id) => ({
+          id,
+          owner: customer === self ? ('own' as const) : ('other' as const),
+        }))
+      : [];
   let combos: { values: string[]; owners: Set<string> }[] = [{ values: [], owners: new Set() }];
   for (const name of names) {
     const kind = parameterKind(route, name);
     const candidates = [...all(self, kind), ...all(other, kind)];
-    combos = combos.flatMap((combo) => candidates.map((candidate) => ({ values: [...combo.values, candidate.id], owners: new Set([...combo.owners, candidate.owner]) })));
+    combos = combos.flatMap((combo) =>
+      candidates.map((candidate) => ({
+        values: [...combo.values, candidate.id],
+        owners: new Set([...combo.owners, candidate.owner]),
+      })),
+    );
   }
   return combos.slice(0, 200).map(({ values, owners }) => {
     let index = 0;
-    return { path: route.path.replace(/:([A-Za-z0-9_]+)/g, () => values[index++]!), owner: owners.has('other') ? 'other' : 'own' };
+    return {
+      path: route.path.replace(/:([A-Za-z0-9_]+)/g, () => values[index++]!),
+      owner: owners.has('other') ? 'other' : 'own',
+    };
   });
 }
 
@@ -333,13 +491,21 @@ async function readWalk(self: Customer, other: Customer | null): Promise<Observa
   const planned: { route: RouteSpec; url: string; owner: Observation['pathOwner'] }[] = [];
   for (const route of routes.filter((r) => r.method === 'get')) {
     for (const { path: routePath, owner } of pathCombinations(route, self, other)) {
-      for (const query of queryVariants(route, self, other)) planned.push({ route, url: `${routePath}${query ? `?${query}` : ''}`, owner });
+      for (const query of queryVariants(route, self, other))
+        planned.push({ route, url: `${routePath}${query ? `?${query}` : ''}`, owner });
     }
   }
   const observations: Observation[] = new Array(planned.length);
   await inParallel(planned, 4, async ({ route, url, owner }, index) => {
     const response = await api.external(url, self.key);
-    observations[index] = { route, method: 'GET', url, status: response.status, text: await readBody(response), pathOwner: owner };
+    observations[index] = {
+      route,
+      method: 'GET',
+      url,
+      status: response.status,
+      text: await readBody(response),
+      pathOwner: owner,
+    };
   });
   return observations;
 }
@@ -349,7 +515,12 @@ function leaks(observations: Observation[], other: Customer): string[] {
   const needles = [other.marker, ...Object.values(other.ids).flat()];
   return observations.flatMap((observation) =>
     needles
-      .filter((needle) => !observation.url.includes(needle) && !decodeURIComponent(observation.url).includes(needle) && observation.text.includes(needle))
+      .filter(
+        (needle) =>
+          !observation.url.includes(needle) &&
+          !decodeURIComponent(observation.url).includes(needle) &&
+          observation.text.includes(needle),
+      )
       .map((needle) => {
         const at = observation.text.indexOf(needle);
         return `${observation.method} ${observation.url} (${observation.status}) shows ${needle}: …${observation.text.slice(Math.max(0, at - 80), at + 60)}…`;
@@ -375,15 +546,30 @@ let walkB1: Observation[];
 describe('customer scope across every endpoint (spec: Authentication 2–4)', () => {
   it('walks every GET endpoint and export with customer A before B has any data', async () => {
     walkA1 = await readWalk(customers.A, null);
-    expect(walkA1.filter((observation) => observation.status >= 500).map((o) => `${o.url} ${o.status} ${o.text.slice(0, 200)}`)).toEqual([]);
+    expect(
+      walkA1
+        .filter((observation) => observation.status >= 500)
+        .map((o) => `${o.url} ${o.status} ${o.text.slice(0, 200)}`),
+    ).toEqual([]);
     // The walk sees A's own data, so a leak of B's data would be seen too.
-    const seen = walkA1.filter((observation) => observation.status === 200 && observation.text.includes(customers.A.marker));
+    const seen = walkA1.filter(
+      (observation) => observation.status === 200 && observation.text.includes(customers.A.marker),
+    );
     expect(seen.length).toBeGreaterThan(routes.filter((r) => r.method === 'get').length / 2);
     // SCOPE_REPORT=<file> lists the endpoints where A's own data never showed (tenant-wide ones).
     if (process.env.SCOPE_REPORT) {
       const { writeFileSync } = await import('node:fs');
-      const blind = routes.filter((r) => r.method === 'get' && !seen.some((o) => o.route === r)).map((r) => r.operationId);
-      writeFileSync(process.env.SCOPE_REPORT, JSON.stringify({ observations: walkA1.length, blind, statuses: walkA1.map((o) => `${o.status} ${o.url}`) }, null, 1));
+      const blind = routes
+        .filter((r) => r.method === 'get' && !seen.some((o) => o.route === r))
+        .map((r) => r.operationId);
+      writeFileSync(
+        process.env.SCOPE_REPORT,
+        JSON.stringify(
+          { observations: walkA1.length, blind, statuses: walkA1.map((o) => `${o.status} ${o.url}`) },
+          null,
+          1,
+        ),
+      );
     }
   });
 
@@ -395,9 +581,15 @@ describe('customer scope across every endpoint (spec: Authentication 2–4)', ()
       .filter((observation) => before.has(observation.url))
       .filter((observation) => {
         const earlier = before.get(observation.url)!;
-        return earlier.status !== observation.status || JSON.stringify(comparable(earlier)) !== JSON.stringify(comparable(observation));
+        return (
+          earlier.status !== observation.status ||
+          JSON.stringify(comparable(earlier)) !== JSON.stringify(comparable(observation))
+        );
       })
-      .map((observation) => `${observation.url}: ${before.get(observation.url)!.text.slice(0, 300)} → ${observation.text.slice(0, 300)}`);
+      .map(
+        (observation) =>
+          `${observation.url}: ${before.get(observation.url)!.text.slice(0, 300)} → ${observation.text.slice(0, 300)}`,
+      );
     expect(changed).toEqual([]);
   }, 180_000);
 
@@ -408,12 +600,17 @@ describe('customer scope across every endpoint (spec: Authentication 2–4)', ()
   it("customer B's key never shows A's marker or ids, and B sees its own data", async () => {
     walkB1 = await readWalk(customers.B, customers.A);
     expect(leaks(walkB1, customers.A)).toEqual([]);
-    expect(walkB1.filter((observation) => observation.status === 200 && observation.text.includes(customers.B.marker)).length).toBeGreaterThan(0);
+    expect(
+      walkB1.filter((observation) => observation.status === 200 && observation.text.includes(customers.B.marker))
+        .length,
+    ).toBeGreaterThan(0);
   });
 
   it("another customer's object is 403 or 404 on every endpoint that takes it", () => {
     const answered = [...walkA2, ...walkB1]
-      .filter((observation) => observation.pathOwner === 'other' && (observation.status < 400 || observation.status >= 500))
+      .filter(
+        (observation) => observation.pathOwner === 'other' && (observation.status < 400 || observation.status >= 500),
+      )
       .map((observation) => `${observation.method} ${observation.url} → ${observation.status}`);
     expect(answered).toEqual([]);
     expect([...walkA2, ...walkB1].some((observation) => observation.pathOwner === 'other')).toBe(true);
@@ -431,7 +628,8 @@ describe('customer scope across every endpoint (spec: Authentication 2–4)', ()
         let body = bodySchema ? (generator.valid(bodySchema, bodySchema) as Record<string, unknown>) : undefined;
         if (body && typeof body === 'object') {
           // Try to plant A-marked data in B's scope.
-          for (const field of ['title', 'name', 'description', 'reason', 'comment']) if (field in (bodySchema?.properties ?? {})) body[field] = `${customers.A.marker} planted`;
+          for (const field of ['title', 'name', 'description', 'reason', 'comment'])
+            if (field in (bodySchema?.properties ?? {})) body[field] = `${customers.A.marker} planted`;
           if ('customerName' in (bodySchema?.properties ?? {})) body.customerName = customers.B.name;
           if ('assetId' in (bodySchema?.properties ?? {})) body.assetId = customers.B.ids.asset![0];
         }
@@ -439,7 +637,11 @@ describe('customer scope across every endpoint (spec: Authentication 2–4)', ()
         const init: RequestInit = { method: route.method.toUpperCase() };
         if (route.request?.multipart) {
           const form = new FormData();
-          form.append(route.request.multipart.fileField, new Blob([`${customers.A.marker} planted`]), `${customers.A.marker}.txt`);
+          form.append(
+            route.request.multipart.fileField,
+            new Blob([`${customers.A.marker} planted`]),
+            `${customers.A.marker}.txt`,
+          );
           init.body = form;
         } else if (body !== undefined) {
           init.headers = { 'Content-Type': 'application/json' };
@@ -447,8 +649,10 @@ describe('customer scope across every endpoint (spec: Authentication 2–4)', ()
         }
         const response = await api.external(routePath, customers.A.key, init);
         const text = await response.text();
-        if (owner === 'other' && response.status < 400) attempts.push(`${route.method} ${routePath} → ${response.status} ${text.slice(0, 200)}`);
-        if (owner === 'none' && response.status < 300 && text.includes(customers.B.name)) attempts.push(`${route.method} ${routePath} created in B's scope: ${text.slice(0, 200)}`);
+        if (owner === 'other' && response.status < 400)
+          attempts.push(`${route.method} ${routePath} → ${response.status} ${text.slice(0, 200)}`);
+        if (owner === 'none' && response.status < 300 && text.includes(customers.B.name))
+          attempts.push(`${route.method} ${routePath} created in B's scope: ${text.slice(0, 200)}`);
         if (response.status >= 500) attempts.push(`${route.method} ${routePath} → ${response.status}`);
       }
     }
@@ -457,7 +661,11 @@ describe('customer scope across every endpoint (spec: Authentication 2–4)', ()
     const afterB = await readWalk(customers.B, customers.A);
     const earlier = new Map(beforeB.map((observation) => [observation.url, observation]));
     const changed = afterB
-      .filter((observation) => earlier.has(observation.url) && JSON.stringify(comparable(earlier.get(observation.url)!)) !== JSON.stringify(comparable(observation)))
+      .filter(
+        (observation) =>
+          earlier.has(observation.url) &&
+          JSON.stringify(comparable(earlier.get(observation.url)!)) !== JSON.stringify(comparable(observation)),
+      )
       .map((observation) => `${observation.url}: ${observation.text.slice(0, 300)}`);
     expect(changed).toEqual([]);
     expect(leaks(afterB, customers.A)).toEqual([]);

@@ -69,7 +69,9 @@ describe('GET /openapi.json (spec: Self-description, Versioning)', () => {
       ] as const) {
         if (!(schema instanceof z.ZodObject)) continue;
         for (const name of Object.keys(schema.shape)) {
-          expect(parameters, `${route.operationId} ${location} ${name}`).toContainEqual(expect.objectContaining({ name, in: location }));
+          expect(parameters, `${route.operationId} ${location} ${name}`).toContainEqual(
+            expect.objectContaining({ name, in: location }),
+          );
         }
       }
       for (const name of route.path.match(/:([A-Za-z0-9_]+)/g) ?? []) {
@@ -77,26 +79,36 @@ describe('GET /openapi.json (spec: Self-description, Versioning)', () => {
       }
       if (route.request?.body) expect(Object.keys(operation.requestBody.content)).toEqual(['application/json']);
       if (route.request?.multipart) {
-        expect(operation.requestBody.content['multipart/form-data'].schema.required).toEqual([route.request.multipart.fileField]);
+        expect(operation.requestBody.content['multipart/form-data'].schema.required).toEqual([
+          route.request.multipart.fileField,
+        ]);
       }
       for (const [status, spec] of Object.entries(route.responses)) {
         const response = operation.responses[status];
         expect(response, `${route.operationId} ${status}`).toBeDefined();
         const contentType = spec.contentType ?? (spec.schema ? 'application/json' : undefined);
         if (contentType) expect(Object.keys(response.content ?? {})).toContain(contentType);
-        for (const header of Object.keys(spec.headers ?? {})) expect(Object.keys(response.headers ?? {})).toContain(header);
+        for (const header of Object.keys(spec.headers ?? {}))
+          expect(Object.keys(response.headers ?? {})).toContain(header);
       }
     }
   });
 
   it('names the X-API-Key scheme, requires it on keyed routes and not on public ones', () => {
-    expect(document.components.securitySchemes.ApiKeyAuth).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }));
+    expect(document.components.securitySchemes.ApiKeyAuth).toEqual(
+      expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }),
+    );
     for (const route of published()) {
       const operation = document.paths[openApiPath(route)][route.method];
       expect(operation.security, route.operationId).toEqual(route.auth === 'apiKey' ? [{ ApiKeyAuth: [] }] : []);
       if (route.auth === 'apiKey') {
-        for (const status of ['401', '429']) expect(operation.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ErrorResponse' });
-        expect(Object.keys(operation.responses['429'].headers)).toEqual(expect.arrayContaining(['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']));
+        for (const status of ['401', '429'])
+          expect(operation.responses[status].content['application/json'].schema).toEqual({
+            $ref: '#/components/schemas/ErrorResponse',
+          });
+        expect(Object.keys(operation.responses['429'].headers)).toEqual(
+          expect.arrayContaining(['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']),
+        );
       }
     }
   });
@@ -125,9 +137,15 @@ describe('GET /openapi.json (spec: Self-description, Versioning)', () => {
 
   it('serves the admin API its own document behind the admin token', async () => {
     expect((await getWithRetry(`${api.url}/api/admin/v1/openapi.json`)).status).toBe(401);
-    const admin = await json(await getWithRetry(`${api.url}/api/admin/v1/openapi.json`, { headers: { Authorization: `Bearer ${TEST_ADMIN_TOKEN}` } }));
+    const admin = await json(
+      await getWithRetry(`${api.url}/api/admin/v1/openapi.json`, {
+        headers: { Authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      }),
+    );
     expect((await new Validator().validate(admin)).valid).toBe(true);
-    expect(admin.components.securitySchemes.AdminToken).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
+    expect(admin.components.securitySchemes.AdminToken).toEqual(
+      expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+    );
     for (const route of routes.filter((r) => r.base === 'admin' && !r.hidden)) {
       expect(admin.paths[openApiPath(route)]?.[route.method]?.operationId).toBe(route.operationId);
     }
@@ -150,7 +168,21 @@ describe('HTML pages (spec: Self-description)', () => {
     const page = await response.text();
     expect(page).toContain(`curl -s &quot;$GANTRY_URL/me&quot; -H &quot;X-API-Key: $GANTRY_KEY&quot;`);
     expect(page).toContain(`export GANTRY_URL=${api.url}/api/external/v1`);
-    for (const topic of ['Keys and scope', 'Time ranges', 'Paging', 'Exports', 'X-Export-Truncated', 'gold or live', 'aggregateRefresh', 'X-Service-Signature', 'timingSafeEqual', 'gantry/v1/devices/{deviceId}/{type}', 'Errors', 'Limits', 'Retry-After']) {
+    for (const topic of [
+      'Keys and scope',
+      'Time ranges',
+      'Paging',
+      'Exports',
+      'X-Export-Truncated',
+      'gold or live',
+      'aggregateRefresh',
+      'X-Service-Signature',
+      'timingSafeEqual',
+      'gantry/v1/devices/{deviceId}/{type}',
+      'Errors',
+      'Limits',
+      'Retry-After',
+    ]) {
       expect(page, topic).toContain(topic);
     }
     expect(page).not.toMatch(/<script/i);
@@ -160,16 +192,20 @@ describe('HTML pages (spec: Self-description)', () => {
     const page = await (await external('/guide')).text();
     const policy = ratePolicies(api.config.rateLimit).default;
     expect(page).toContain(`${policy.points} per ${policy.windowSeconds} s window`);
-    for (const route of published()) expect(page, route.operationId).toContain(`<code>${openApiPath(route).replace(/&/g, '&amp;')}</code>`);
+    for (const route of published())
+      expect(page, route.operationId).toContain(`<code>${openApiPath(route).replace(/&/g, '&amp;')}</code>`);
   });
 
-  it.each(['', '/', '/public-docs'])('deprecated GET %s serves the guide with Deprecation and a Link to /guide', async (suffix) => {
-    const response = await external(suffix);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('deprecation')).toMatch(/^@\d+$/);
-    expect(response.headers.get('link')).toBe('</api/external/v1/guide>; rel="successor-version"');
-    expect(await response.text()).toContain('Your first call');
-  });
+  it.each(['', '/', '/public-docs'])(
+    'deprecated GET %s serves the guide with Deprecation and a Link to /guide',
+    async (suffix) => {
+      const response = await external(suffix);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('deprecation')).toMatch(/^@\d+$/);
+      expect(response.headers.get('link')).toBe('</api/external/v1/guide>; rel="successor-version"');
+      expect(await response.text()).toContain('Your first call');
+    },
+  );
 
   it('GET /docs loads the reference from the API itself: no CDN, scripts only from self', async () => {
     const response = await external('/docs');
@@ -202,7 +238,9 @@ describe('the pages in headless Chromium', () => {
 
   beforeAll(async () => {
     if (!hasChromium) {
-      console.warn(`[self-description] ${CHROMIUM} is absent (Debian package "chromium"): the browser checks are skipped`);
+      console.warn(
+        `[self-description] ${CHROMIUM} is absent (Debian package "chromium"): the browser checks are skipped`,
+      );
       return;
     }
     profile = mkdtempSync(path.join(tmpdir(), 'gantry-chromium-'));
@@ -239,7 +277,10 @@ describe('the pages in headless Chromium', () => {
     page.on('pageerror', (error) => problems.push(error.message));
     await page.goto(`${api.url}/api/external/v1/docs`);
     await page.waitForSelector('.opblock-summary-path');
-    const operations = Object.values(document.paths).reduce((count: number, item) => count + Object.keys(item as object).length, 0);
+    const operations = Object.values(document.paths).reduce(
+      (count: number, item) => count + Object.keys(item as object).length,
+      0,
+    );
     await page.waitForFunction((expected) => document.querySelectorAll('.opblock').length >= expected, operations);
     // Deprecated operations get a class of their own (struck-through path).
     const shown = await page.$$eval('.opblock-summary-path, .opblock-summary-path__deprecated', (nodes) =>
@@ -253,29 +294,36 @@ describe('the pages in headless Chromium', () => {
     await page.close();
   });
 
-  it.skipIf(!hasChromium)('the reference calls the API itself: authorize with a key, try GET /me, see 200', async () => {
-    const tenant = await createTenantWithKeys(db.pool, [], 'Reference tenant');
-    const page = await browser!.newPage();
-    const problems: string[] = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(message.text());
-    });
-    await page.goto(`${api.url}/api/external/v1/docs`);
-    await page.click('button.authorize');
-    await page.fill('.auth-container input[type=text], .auth-container input[type=password]', tenant.tenantKey);
-    await page.click('.auth-btn-wrapper button.authorize');
-    await page.click('.auth-btn-wrapper button.btn-done');
-    await page.click('#operations-Key_and_scope-getMe .opblock-summary-control');
-    await page.click('#operations-Key_and_scope-getMe .try-out__btn');
-    await page.click('#operations-Key_and_scope-getMe .execute');
-    const status = page.locator('#operations-Key_and_scope-getMe .live-responses-table tbody .response-col_status').first();
-    await status.waitFor();
-    expect((await status.textContent())?.trim()).toBe('200');
-    expect(await page.locator('#operations-Key_and_scope-getMe .live-responses-table .microlight').first().textContent()).toContain('Reference tenant');
-    await page.screenshot({ path: path.join(shots, 'reference-try-it-out.png') });
-    expect(problems).toEqual([]);
-    await page.close();
-  });
+  it.skipIf(!hasChromium)(
+    'the reference calls the API itself: authorize with a key, try GET /me, see 200',
+    async () => {
+      const tenant = await createTenantWithKeys(db.pool, [], 'Reference tenant');
+      const page = await browser!.newPage();
+      const problems: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') problems.push(message.text());
+      });
+      await page.goto(`${api.url}/api/external/v1/docs`);
+      await page.click('button.authorize');
+      await page.fill('.auth-container input[type=text], .auth-container input[type=password]', tenant.tenantKey);
+      await page.click('.auth-btn-wrapper button.authorize');
+      await page.click('.auth-btn-wrapper button.btn-done');
+      await page.click('#operations-Key_and_scope-getMe .opblock-summary-control');
+      await page.click('#operations-Key_and_scope-getMe .try-out__btn');
+      await page.click('#operations-Key_and_scope-getMe .execute');
+      const status = page
+        .locator('#operations-Key_and_scope-getMe .live-responses-table tbody .response-col_status')
+        .first();
+      await status.waitFor();
+      expect((await status.textContent())?.trim()).toBe('200');
+      expect(
+        await page.locator('#operations-Key_and_scope-getMe .live-responses-table .microlight').first().textContent(),
+      ).toContain('Reference tenant');
+      await page.screenshot({ path: path.join(shots, 'reference-try-it-out.png') });
+      expect(problems).toEqual([]);
+      await page.close();
+    },
+  );
 
   it.skipIf(!hasChromium)('the guide renders with its table of contents and no CSP violation', async () => {
     const page = await browser!.newPage();

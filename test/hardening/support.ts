@@ -25,7 +25,9 @@ export function externalKeyRoutes(routes: RouteSpec[]): RouteSpec[] {
 
 /** `/a/:id/b` with the given values for its path parameters. */
 export function fillPath(route: RouteSpec, values: Record<string, string>): string {
-  return route.path.replace(/:([A-Za-z0-9_]+)/g, (_whole, name: string) => encodeURIComponent(values[name] ?? 'missing'));
+  return route.path.replace(/:([A-Za-z0-9_]+)/g, (_whole, name: string) =>
+    encodeURIComponent(values[name] ?? 'missing'),
+  );
 }
 
 /** Small seeded PRNG (mulberry32): the same seed gives the same sequence on every run. */
@@ -45,7 +47,11 @@ export function pick<T>(random: () => number, items: readonly T[]): T {
 }
 
 /** Runs tasks with at most `width` in flight. */
-export async function inParallel<T>(items: T[], width: number, run: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function inParallel<T>(
+  items: T[],
+  width: number,
+  run: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(width, items.length) }, async () => {

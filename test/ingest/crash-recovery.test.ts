@@ -19,7 +19,14 @@ async function spawnIngest(env: Record<string, string>): Promise<IngestProcess> 
   // node itself with tsx's loader (not the tsx wrapper), so SIGKILL reaches the real process.
   const child = spawn(process.execPath, ['--import', 'tsx', main], {
     cwd: new URL('../..', import.meta.url).pathname,
-    env: { ...process.env, GANTRY_LOG_LEVEL: 'warn', GANTRY_LOG_FORMAT: 'json', GANTRY_HOST: '127.0.0.1', GANTRY_INGEST_METRICS_PORT: String(port), ...env },
+    env: {
+      ...process.env,
+      GANTRY_LOG_LEVEL: 'warn',
+      GANTRY_LOG_FORMAT: 'json',
+      GANTRY_HOST: '127.0.0.1',
+      GANTRY_INGEST_METRICS_PORT: String(port),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -32,7 +39,10 @@ async function spawnIngest(env: Record<string, string>): Promise<IngestProcess> 
   await waitFor(
     async () => {
       if (child.exitCode !== null) throw new Error(`ingest exited early: ${stderr}`);
-      return fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.status, () => 0);
+      return fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (response) => response.status,
+        () => 0,
+      );
     },
     (status) => status === 200,
     60_000,
@@ -72,9 +82,17 @@ describe('ingest as a process', () => {
     children.push(first.child);
 
     const publisher = await createPublisher({ mqttUrl: broker.url, window: 2000 });
-    const publishing = publishMessages(publisher, fleetTraffic({ deviceIds, count: total, start: Date.now() - 2 * 3_600_000, stepMs: 20 }));
+    const publishing = publishMessages(
+      publisher,
+      fleetTraffic({ deviceIds, count: total, start: Date.now() - 2 * 3_600_000, stepMs: 20 }),
+    );
 
-    const atKill = await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'), (count) => count >= 40_000, 120_000, 'readings before the kill');
+    const atKill = await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'),
+      (count) => count >= 40_000,
+      120_000,
+      'readings before the kill',
+    );
     first.child.kill('SIGKILL');
     expect((await first.exited).signal).toBe('SIGKILL');
     expect(atKill).toBeLessThan(total);
@@ -83,14 +101,26 @@ describe('ingest as a process', () => {
     children.push(second.child);
     await publishing;
     await publisher.close();
-    const stored = await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'), (count) => count >= total, 240_000, 'every reading');
+    const stored = await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'),
+      (count) => count >= total,
+      240_000,
+      'every reading',
+    );
 
     expect(stored).toBe(total);
     expect(await countOf(db.pool, 'SELECT count(DISTINCT (device_id, type, ts)) FROM telemetry_readings')).toBe(total);
-    await waitFor(() => countOf(db.pool, 'SELECT sum(reading_count) AS count FROM device_messages'), (count) => count >= total, 30_000, 'bronze');
+    await waitFor(
+      () => countOf(db.pool, 'SELECT sum(reading_count) AS count FROM device_messages'),
+      (count) => count >= total,
+      30_000,
+      'bronze',
+    );
     // Redelivered copies are in bronze as duplicates; the new readings they carried count once.
     expect(await countOf(db.pool, 'SELECT sum(reading_count) AS count FROM device_messages')).toBe(total);
-    expect(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE status IN ('accepted', 'duplicate')`)).toBeGreaterThanOrEqual(total);
+    expect(
+      await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE status IN ('accepted', 'duplicate')`),
+    ).toBeGreaterThanOrEqual(total);
 
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);
@@ -127,11 +157,26 @@ describe('ingest as a process', () => {
     // anything been committed without its PUBACK it would come back as a duplicate.
     const again = await spawnIngest({ ...env, GANTRY_INGEST_BATCH_MS: '50' });
     children.push(again.child);
-    await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM device_messages'), (count) => count - before >= 3000, 60_000, 'the rest');
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM device_messages'),
+      (count) => count - before >= 3000,
+      60_000,
+      'the rest',
+    );
     again.child.kill('SIGTERM');
     expect((await again.exited).code).toBe(0);
     expect((await countOf(db.pool, 'SELECT count(*) FROM device_messages')) - before).toBe(3000);
-    expect(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE status = 'duplicate' AND device_key LIKE 'term-%'`)).toBe(0);
-    expect(await countOf(db.pool, `SELECT count(*) FROM telemetry_readings r JOIN devices d ON d.id = r.device_id WHERE d.device_id LIKE 'term-%'`)).toBe(3000);
+    expect(
+      await countOf(
+        db.pool,
+        `SELECT count(*) FROM device_messages WHERE status = 'duplicate' AND device_key LIKE 'term-%'`,
+      ),
+    ).toBe(0);
+    expect(
+      await countOf(
+        db.pool,
+        `SELECT count(*) FROM telemetry_readings r JOIN devices d ON d.id = r.device_id WHERE d.device_id LIKE 'term-%'`,
+      ),
+    ).toBe(3000);
   }, 120_000);
 });

@@ -4,7 +4,14 @@ import { createPool, migrateDatabase, type Pool } from '@gantry/db';
 import { ingestMetrics } from '@gantry/ingest';
 import { createPublisher, fleetTraffic, publishMessages, type Publisher } from '@gantry/simulator';
 import { startTestBroker, type TestBroker } from '../support/broker.ts';
-import { countOf, provisionFleetBulk, startTestIngest, uniqueDeviceIds, waitFor, type TestIngest } from '../support/ingest.ts';
+import {
+  countOf,
+  provisionFleetBulk,
+  startTestIngest,
+  uniqueDeviceIds,
+  waitFor,
+  type TestIngest,
+} from '../support/ingest.ts';
 import { postgresBinDir, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
 
 const MESSAGES = 20_000;
@@ -46,8 +53,17 @@ describe.skipIf(postgresBinDir() === null)('ingest while PostgreSQL is down', ()
     publisher = await createPublisher({ mqttUrl: broker.url });
     const retriesBefore = await gauge(ingestMetrics.commitRetries);
 
-    const publishing = publishMessages(publisher, fleetTraffic({ deviceIds, count: MESSAGES, start: Date.now() - 3_600_000, stepMs: 100 }), { rate: 1500 });
-    await waitFor(() => countOf(pool!, 'SELECT count(*) FROM telemetry_readings'), (count) => count >= 2000, 60_000, 'readings before the outage');
+    const publishing = publishMessages(
+      publisher,
+      fleetTraffic({ deviceIds, count: MESSAGES, start: Date.now() - 3_600_000, stepMs: 100 }),
+      { rate: 1500 },
+    );
+    await waitFor(
+      () => countOf(pool!, 'SELECT count(*) FROM telemetry_readings'),
+      (count) => count >= 2000,
+      60_000,
+      'readings before the outage',
+    );
 
     await server.stop();
     let maxUnacked = 0;
@@ -59,10 +75,20 @@ describe.skipIf(postgresBinDir() === null)('ingest while PostgreSQL is down', ()
     await server.start();
 
     await publishing;
-    const stored = await waitFor(() => countOf(pool!, 'SELECT count(*) FROM telemetry_readings'), (count) => count >= MESSAGES, 120_000, 'every reading');
+    const stored = await waitFor(
+      () => countOf(pool!, 'SELECT count(*) FROM telemetry_readings'),
+      (count) => count >= MESSAGES,
+      120_000,
+      'every reading',
+    );
     expect(stored).toBe(MESSAGES);
     expect(await countOf(pool, 'SELECT count(DISTINCT (device_id, type, ts)) FROM telemetry_readings')).toBe(MESSAGES);
-    await waitFor(() => countOf(pool!, 'SELECT sum(reading_count) AS count FROM device_messages'), (count) => count >= MESSAGES, 30_000, 'bronze');
+    await waitFor(
+      () => countOf(pool!, 'SELECT sum(reading_count) AS count FROM device_messages'),
+      (count) => count >= MESSAGES,
+      30_000,
+      'bronze',
+    );
     expect(await countOf(pool, 'SELECT sum(reading_count) AS count FROM device_messages')).toBe(MESSAGES);
     expect(await countOf(pool, `SELECT count(*) FROM device_messages WHERE status = 'rejected'`)).toBe(0);
 

@@ -4,7 +4,14 @@ import { createPublisher, fleetTraffic, publishMessages } from '@gantry/simulato
 import { startEmbeddedBroker, type EmbeddedBroker } from '../../services/cli/src/embedded-broker.ts';
 import { freePort } from '../support/broker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { countOf, provisionFleet, startTestIngest, uniqueDeviceIds, waitFor, type TestIngest } from '../support/ingest.ts';
+import {
+  countOf,
+  provisionFleet,
+  startTestIngest,
+  uniqueDeviceIds,
+  waitFor,
+  type TestIngest,
+} from '../support/ingest.ts';
 
 let db: TestDatabase;
 let broker: EmbeddedBroker;
@@ -29,13 +36,23 @@ describe('ingest against the embedded broker of the zero-setup start (aedes, MQT
     const traffic = [...fleetTraffic({ deviceIds, count: 2000, start: Date.now() - 3_600_000 })];
 
     await publishMessages(publisher, traffic.slice(0, 1000));
-    await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'), (count) => count >= 1000, 30_000, 'first half');
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'),
+      (count) => count >= 1000,
+      30_000,
+      'first half',
+    );
     await ingest.stop();
 
     // Published while no ingest runs: the broker keeps them in the ingest's session.
     await publishMessages(publisher, traffic.slice(1000));
     ingest = await startTestIngest({ pool: db.pool, databaseUrl: db.url, mqttUrl: broker.url, env });
-    await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'), (count) => count >= 2000, 30_000, 'second half');
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM telemetry_readings'),
+      (count) => count >= 2000,
+      30_000,
+      'second half',
+    );
     expect(await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings')).toBe(2000);
     expect(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE status = 'accepted'`)).toBe(2000);
     await publisher.close();

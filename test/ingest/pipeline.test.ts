@@ -2,10 +2,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsRegistry as register } from '@gantry/ingest';
 import { createOutbox } from '@gantry/db';
 import { provisioning } from '@gantry/api';
-import { badMessageCases, createPublisher, publishMessages, toBatches, MachineScript, type Publisher, type SimulatedMessage } from '@gantry/simulator';
+import {
+  badMessageCases,
+  createPublisher,
+  publishMessages,
+  toBatches,
+  MachineScript,
+  type Publisher,
+  type SimulatedMessage,
+} from '@gantry/simulator';
 import { availableStorageModes, createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { startTestBroker, type TestBroker } from '../support/broker.ts';
-import { countOf, provisionFleet, startTestIngest, uniqueDeviceIds, waitFor, type ProvisionedFleet, type TestIngest } from '../support/ingest.ts';
+import {
+  countOf,
+  provisionFleet,
+  startTestIngest,
+  uniqueDeviceIds,
+  waitFor,
+  type ProvisionedFleet,
+  type TestIngest,
+} from '../support/ingest.ts';
 
 const HOUR = 3_600_000;
 
@@ -22,7 +38,12 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
   async function deliver(messages: SimulatedMessage[]): Promise<void> {
     await publishMessages(publisher, messages);
     published += messages.length;
-    await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM device_messages'), (count) => count >= published, 30_000, 'bronze rows');
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM device_messages'),
+      (count) => count >= published,
+      30_000,
+      'bronze rows',
+    );
   }
 
   async function silver(deviceId: string, type: string) {
@@ -60,12 +81,32 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
     const t = Date.now() - 60_000;
     const at = (offset: number) => new Date(t + offset).toISOString();
     await deliver([
-      { deviceId, type: 'gps', ts: t, payload: { ts: at(0), lat: 51.9541234, lon: 4.0531234, speedKmh: 12.5, heading: 271.5, hdop: 0.9, satellites: 11, altitudeM: 4.5, ignition: true } },
+      {
+        deviceId,
+        type: 'gps',
+        ts: t,
+        payload: {
+          ts: at(0),
+          lat: 51.9541234,
+          lon: 4.0531234,
+          speedKmh: 12.5,
+          heading: 271.5,
+          hdop: 0.9,
+          satellites: 11,
+          altitudeM: 4.5,
+          ignition: true,
+        },
+      },
       { deviceId, type: 'adcin', ts: t, payload: { ts: at(1000), state: 'on', raw: 23.8 } },
       { deviceId, type: 'hourmeter', ts: t, payload: { ts: t + 2000, value: 36_001_234 } },
       { deviceId, type: 'imu', ts: t, payload: { ts: at(3000), peakG: 2.75, samples: 200, windowMs: 2000 } },
       { deviceId, type: 'identifier', ts: t, payload: { ts: at(4000), identifier: 'OP-007' } },
-      { deviceId, type: 'heartbeat', ts: t, payload: { ts: at(5000), ignition: false, batteryV: 26.4, rssi: -71, firmware: 'fw-2.1.0', uptimeS: 86_400 } },
+      {
+        deviceId,
+        type: 'heartbeat',
+        ts: t,
+        payload: { ts: at(5000), ignition: false, batteryV: 26.4, rssi: -71, firmware: 'fw-2.1.0', uptimeS: 86_400 },
+      },
     ]);
     const device = fleet.byDeviceId.get(deviceId)!;
 
@@ -136,7 +177,11 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
 
   it('marks fixes without a fix, with hdop over 5 or at (0, 0) as not valid, and keeps the last valid position', async () => {
     const deviceId = ids[1]!;
-    const script = new MachineScript({ deviceId, start: Date.now() - 10 * 60_000, position: { lat: 51.955, lon: 4.05 } })
+    const script = new MachineScript({
+      deviceId,
+      start: Date.now() - 10 * 60_000,
+      position: { lat: 51.955, lon: 4.05 },
+    })
       .ignitionOn()
       .idle(10)
       .badFix('no_fix')
@@ -154,11 +199,13 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
       [true, expect.any(Number), 0],
     ]);
     const device = fleet.byDeviceId.get(deviceId)!;
-    const { rows } = await db.pool.query('SELECT latitude, gps_valid FROM device_state WHERE device_id = $1', [device.id]);
+    const { rows } = await db.pool.query('SELECT latitude, gps_valid FROM device_state WHERE device_id = $1', [
+      device.id,
+    ]);
     expect(rows[0]).toEqual({ latitude: 51.955, gps_valid: true });
   });
 
-  it('stores a batch upload of yesterday\'s readings and marks the device dirty from the earliest one', async () => {
+  it("stores a batch upload of yesterday's readings and marks the device dirty from the earliest one", async () => {
     const deviceId = ids[2]!;
     const yesterday = Date.now() - 26 * HOUR;
     const script = new MachineScript({ deviceId, start: yesterday, position: { lat: 51.954, lon: 4.052 } })
@@ -175,11 +222,15 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
     await deliver(batches);
 
     const device = fleet.byDeviceId.get(deviceId)!;
-    expect(await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings WHERE device_id = $1', [device.id])).toBe(readings.length);
+    expect(await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings WHERE device_id = $1', [device.id])).toBe(
+      readings.length,
+    );
     const rows = await bronze('device_key = $1', [deviceId]);
     expect(rows.every((row) => row.status === 'accepted' && row.message_type === 'batch')).toBe(true);
     expect(rows.reduce((sum, row) => sum + row.reading_count, 0)).toBe(readings.length);
-    const { rows: queue } = await db.pool.query('SELECT dirty_from FROM derivation_queue WHERE device_id = $1', [device.id]);
+    const { rows: queue } = await db.pool.query('SELECT dirty_from FROM derivation_queue WHERE device_id = $1', [
+      device.id,
+    ]);
     expect(queue[0].dirty_from.getTime()).toBe(yesterday);
     const { rows: cycles } = await db.pool.query(
       `SELECT count(*)::int AS lifts FROM telemetry_readings WHERE device_id = $1 AND type = 'adcin' AND adc_on`,
@@ -214,7 +265,10 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
     expect(rows).toHaveLength(cases.length);
     for (const entry of cases) {
       const topic = entry.message.topic ?? `gantry/v1/devices/${entry.message.deviceId}/${entry.message.type}`;
-      const row = rows.find((candidate) => candidate.topic === topic && (candidate.error === entry.reason || entry.message.topic !== undefined));
+      const row = rows.find(
+        (candidate) =>
+          candidate.topic === topic && (candidate.error === entry.reason || entry.message.topic !== undefined),
+      );
       expect(row, entry.label).toBeDefined();
       expect([row.status, row.error], entry.label).toEqual([entry.status, entry.reason]);
       expect(row.error_detail, entry.label).toEqual(expect.any(String));
@@ -226,7 +280,10 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
     expect(coordinates.error_detail).toMatch(/^lat|^lon/);
     // Only the two good entries of the partial batch reach silver.
     const device = fleet.byDeviceId.get(deviceId)!;
-    const { rows: stored } = await db.pool.query('SELECT type FROM telemetry_readings WHERE device_id = $1 ORDER BY type', [device.id]);
+    const { rows: stored } = await db.pool.query(
+      'SELECT type FROM telemetry_readings WHERE device_id = $1 ORDER BY type',
+      [device.id],
+    );
     expect(stored.map((row) => row.type)).toEqual(['gps', 'heartbeat']);
     const partial = rows.find((row) => row.status === 'partial');
     expect(partial).toMatchObject({ reading_count: 2 });
@@ -238,10 +295,17 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
   it('keeps messages of a disabled device in bronze only', async () => {
     const deviceId = ids[5]!;
     const device = fleet.byDeviceId.get(deviceId)!;
-    await provisioning.updateDevice({ pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }) }, fleet.tenantId, device.id, { enabled: false });
+    await provisioning.updateDevice(
+      { pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }) },
+      fleet.tenantId,
+      device.id,
+      { enabled: false },
+    );
     await deliver([{ deviceId, type: 'gps', ts: 0, payload: { ts: new Date().toISOString(), lat: 51.95, lon: 4.05 } }]);
     const rows = await bronze('device_key = $1', [deviceId]);
-    expect(rows.map((row) => [row.status, row.error, row.device_id])).toEqual([['rejected', 'device_disabled', device.id]]);
+    expect(rows.map((row) => [row.status, row.error, row.device_id])).toEqual([
+      ['rejected', 'device_disabled', device.id],
+    ]);
     expect(await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings WHERE device_id = $1', [device.id])).toBe(0);
     expect(await countOf(db.pool, 'SELECT count(*) FROM derivation_queue WHERE device_id = $1', [device.id])).toBe(0);
   });
@@ -250,12 +314,18 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
     const deviceId = ids[0]!;
     const device = fleet.byDeviceId.get(deviceId)!;
     const now = Date.now();
-    await deliver([{ deviceId, type: 'adcin', ts: 0, payload: { ts: new Date(now - 1000).toISOString(), state: 'off' } }]);
-    await deliver([{ deviceId, type: 'adcin', ts: 0, payload: { ts: new Date(now - 5 * HOUR).toISOString(), state: 'on' } }]);
+    await deliver([
+      { deviceId, type: 'adcin', ts: 0, payload: { ts: new Date(now - 1000).toISOString(), state: 'off' } },
+    ]);
+    await deliver([
+      { deviceId, type: 'adcin', ts: 0, payload: { ts: new Date(now - 5 * HOUR).toISOString(), state: 'on' } },
+    ]);
     const { rows } = await db.pool.query('SELECT adc_on, adc_ts FROM device_state WHERE device_id = $1', [device.id]);
     expect(rows[0].adc_on).toBe(false);
     expect(rows[0].adc_ts.getTime()).toBe(now - 1000);
-    const { rows: queue } = await db.pool.query('SELECT dirty_from FROM derivation_queue WHERE device_id = $1', [device.id]);
+    const { rows: queue } = await db.pool.query('SELECT dirty_from FROM derivation_queue WHERE device_id = $1', [
+      device.id,
+    ]);
     expect(queue[0].dirty_from.getTime()).toBeLessThanOrEqual(now - 5 * HOUR);
   });
 

@@ -6,7 +6,14 @@ import { provisioning } from '@gantry/api';
 import { createPublisher, publishMessages, type Publisher, type SimulatedMessage } from '@gantry/simulator';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { startTestBroker, type TestBroker } from '../support/broker.ts';
-import { countOf, provisionFleet, startTestIngest, uniqueDeviceIds, waitFor, type TestIngest } from '../support/ingest.ts';
+import {
+  countOf,
+  provisionFleet,
+  startTestIngest,
+  uniqueDeviceIds,
+  waitFor,
+  type TestIngest,
+} from '../support/ingest.ts';
 
 const run = promisify(execFile);
 const cli = new URL('../../services/cli/src/main.ts', import.meta.url).pathname;
@@ -55,12 +62,25 @@ describe('gantry replay', () => {
         ts: 0,
         payload: { ts: new Date(now - 60_000 + index * 1000).toISOString(), lat: 51.95 + index * 0.0001, lon: 4.05 },
       })),
-      { deviceId: late!, type: 'batch', ts: 0, payload: [{ type: 'hourmeter', ts: now - 30_000, value: 1000 }, { type: 'adcin', ts: now - 29_000, state: 'on' }] },
+      {
+        deviceId: late!,
+        type: 'batch',
+        ts: 0,
+        payload: [
+          { type: 'hourmeter', ts: now - 30_000, value: 1000 },
+          { type: 'adcin', ts: now - 29_000, state: 'on' },
+        ],
+      },
       { deviceId: late!, type: 'gps', ts: 0, payload: { ts: new Date(now).toISOString(), lat: 91, lon: 4.05 } },
       { deviceId: other!, type: 'gps', ts: 0, payload: { ts: new Date(now).toISOString(), lat: 51.9, lon: 4.0 } },
     ];
     await publishMessages(publisher, messages);
-    await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM device_messages'), (count) => count >= messages.length, 30_000, 'bronze rows');
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM device_messages'),
+      (count) => count >= messages.length,
+      30_000,
+      'bronze rows',
+    );
     expect(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE error = 'unknown_device'`)).toBe(7);
 
     const fleet = await provisionFleet(db.pool, [late!]);
@@ -83,10 +103,18 @@ describe('gantry replay', () => {
       ['rejected', 'invalid_coordinates', 0],
     ]);
     expect(rows.every((row) => row.device_id === device.id)).toBe(true);
-    const { rows: queue } = await db.pool.query('SELECT dirty_from FROM derivation_queue WHERE device_id = $1', [device.id]);
+    const { rows: queue } = await db.pool.query('SELECT dirty_from FROM derivation_queue WHERE device_id = $1', [
+      device.id,
+    ]);
     expect(queue[0].dirty_from.getTime()).toBe(now - 60_000);
     // The other device stays unknown: --device limited the replay.
-    expect(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE device_key = $1 AND error = 'unknown_device'`, [other])).toBe(1);
+    expect(
+      await countOf(
+        db.pool,
+        `SELECT count(*) FROM device_messages WHERE device_key = $1 AND error = 'unknown_device'`,
+        [other],
+      ),
+    ).toBe(1);
 
     const again = await replay(['--from', started.toISOString(), '--to', to, '--device', late!, '--all']);
     expect(again.code, again.stderr).toBe(0);
@@ -110,11 +138,30 @@ describe('gantry replay', () => {
     const [deviceId] = uniqueDeviceIds(1, 'replay-disabled');
     const fleet = await provisionFleet(db.pool, [deviceId!], 'Replay disabled');
     const device = fleet.byDeviceId.get(deviceId!)!;
-    await provisioning.updateDevice({ pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }) }, fleet.tenantId, device.id, { enabled: false });
+    await provisioning.updateDevice(
+      { pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }) },
+      fleet.tenantId,
+      device.id,
+      { enabled: false },
+    );
     const before = await countOf(db.pool, 'SELECT count(*) FROM device_messages');
-    await publishMessages(publisher, [{ deviceId: deviceId!, type: 'gps', ts: 0, payload: { ts: new Date().toISOString(), lat: 51.9, lon: 4.0 } }]);
-    await waitFor(() => countOf(db.pool, 'SELECT count(*) FROM device_messages'), (count) => count > before, 30_000, 'bronze row');
-    const result = await replay(['--from', new Date(Date.now() - 60_000).toISOString(), '--to', new Date(Date.now() + 1000).toISOString(), '--device', deviceId!]);
+    await publishMessages(publisher, [
+      { deviceId: deviceId!, type: 'gps', ts: 0, payload: { ts: new Date().toISOString(), lat: 51.9, lon: 4.0 } },
+    ]);
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM device_messages'),
+      (count) => count > before,
+      30_000,
+      'bronze row',
+    );
+    const result = await replay([
+      '--from',
+      new Date(Date.now() - 60_000).toISOString(),
+      '--to',
+      new Date(Date.now() + 1000).toISOString(),
+      '--device',
+      deviceId!,
+    ]);
     expect(result.code, result.stderr).toBe(0);
     expect(await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings WHERE device_id = $1', [device.id])).toBe(0);
     const { rows } = await db.pool.query('SELECT status, error FROM device_messages WHERE device_key = $1', [deviceId]);

@@ -6,7 +6,16 @@ import { availableStorageModes, createTestDatabase, type TestDatabase } from '..
 import { provisionFleet, uniqueDeviceIds } from '../support/ingest.ts';
 
 /** Text that breaks naive array-literal or COPY encoding. */
-const awkward = ['say "hi"', 'back\\slash', 'tab\there', 'new\nline', 'NULL', '{braces,comma}', 'ünïcødé ✓', ' padded '];
+const awkward = [
+  'say "hi"',
+  'back\\slash',
+  'tab\there',
+  'new\nline',
+  'NULL',
+  '{braces,comma}',
+  'ünïcødé ✓',
+  ' padded ',
+];
 
 describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) => {
   let db: TestDatabase;
@@ -24,9 +33,29 @@ describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) =>
   function messages(deviceId: string, receivedAt: number) {
     const ts = (index: number) => new Date(receivedAt - 60_000 + index * 1000).toISOString();
     const payloads: Array<[string, unknown]> = [
-      ...awkward.map((text, index): [string, unknown] => ['identifier', { ts: ts(index), identifier: text, event: 'logout' }]),
-      ...awkward.map((text, index): [string, unknown] => ['heartbeat', { ts: ts(index), firmware: text, batteryV: 24.5, rssi: -80.25, uptimeS: 9_007_199_254_740_991 }]),
-      ['gps', { ts: ts(20), lat: -33.8688197, lon: 151.2092955, speedKmh: 0.1, heading: 359.9, hdop: 5, satellites: 0, fix: false, altitudeM: -12.5, ignition: false }],
+      ...awkward.map((text, index): [string, unknown] => [
+        'identifier',
+        { ts: ts(index), identifier: text, event: 'logout' },
+      ]),
+      ...awkward.map((text, index): [string, unknown] => [
+        'heartbeat',
+        { ts: ts(index), firmware: text, batteryV: 24.5, rssi: -80.25, uptimeS: 9_007_199_254_740_991 },
+      ]),
+      [
+        'gps',
+        {
+          ts: ts(20),
+          lat: -33.8688197,
+          lon: 151.2092955,
+          speedKmh: 0.1,
+          heading: 359.9,
+          hdop: 5,
+          satellites: 0,
+          fix: false,
+          altitudeM: -12.5,
+          ignition: false,
+        },
+      ],
       ['imu', { ts: ts(21), peakG: 0, samples: 2_147_483_647, windowMs: 0 }],
       ['adcin', { ts: ts(22), state: 'off', raw: -0.001 }],
       ['gps', { ts: ts(23), lat: 91, lon: 0 }],
@@ -52,7 +81,10 @@ describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) =>
        FROM device_messages WHERE device_key = $1 ORDER BY id`,
       [deviceId],
     );
-    return { readings: readings.rows, bronze: bronze.rows.map((row) => ({ ...row, payload: JSON.parse(row.payload) })) };
+    return {
+      readings: readings.rows,
+      bronze: bronze.rows.map((row) => ({ ...row, payload: JSON.parse(row.payload) })),
+    };
   }
 
   it('store the same values through unnest and through COPY, awkward text included', async () => {
@@ -68,10 +100,23 @@ describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) =>
     expect(copy).toEqual(unnest);
     expect(unnest!.readings.filter((row) => row.type === 'identifier').map((row) => row.identifier)).toEqual(awkward);
     expect(unnest!.readings.filter((row) => row.type === 'heartbeat').map((row) => row.firmware)).toEqual(awkward);
-    expect(unnest!.readings.find((row) => row.type === 'heartbeat')).toMatchObject({ uptime_s: 9_007_199_254_740_991, rssi: -80.25 });
+    expect(unnest!.readings.find((row) => row.type === 'heartbeat')).toMatchObject({
+      uptime_s: 9_007_199_254_740_991,
+      rssi: -80.25,
+    });
     expect(unnest!.readings.find((row) => row.type === 'imu')).toMatchObject({ imu_samples: 2_147_483_647, peak_g: 0 });
-    expect(unnest!.readings.find((row) => row.type === 'gps')).toMatchObject({ latitude: -33.8688197, longitude: 151.2092955, fix: false, gps_valid: false, satellites: 0 });
-    expect(unnest!.bronze.at(-1)).toMatchObject({ status: 'rejected', error: 'invalid_coordinates', payload: { lat: 91 } });
+    expect(unnest!.readings.find((row) => row.type === 'gps')).toMatchObject({
+      latitude: -33.8688197,
+      longitude: 151.2092955,
+      fix: false,
+      gps_valid: false,
+      satellites: 0,
+    });
+    expect(unnest!.bronze.at(-1)).toMatchObject({
+      status: 'rejected',
+      error: 'invalid_coordinates',
+      payload: { lat: 91 },
+    });
     expect(unnest!.bronze.filter((row) => row.status === 'accepted')).toHaveLength(awkward.length * 2 + 3);
   });
 });

@@ -5,7 +5,14 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@gantry/logger';
 import { ValidationError } from '../../services/api/src/errors.ts';
-import { EXPORT_MAX_ROWS, exportQueryParams, exportResponses, inlineParameters, sendExport, sqlLiteral } from '../../services/api/src/http/export.ts';
+import {
+  EXPORT_MAX_ROWS,
+  exportQueryParams,
+  exportResponses,
+  inlineParameters,
+  sendExport,
+  sqlLiteral,
+} from '../../services/api/src/http/export.ts';
 import { errorsAndAccessLog } from '../../services/api/src/http/middleware.ts';
 import { defineRoute, RouteRegistry } from '../../services/api/src/http/route.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -57,7 +64,13 @@ beforeAll(async () => {
         summary: 'test export',
         tags: ['test'],
         auth: 'public',
-        request: { query: z.object({ ...exportQueryParams, total: z.coerce.number().int().min(0).default(TOTAL_ROWS), prefix: z.string().default('row ') }) },
+        request: {
+          query: z.object({
+            ...exportQueryParams,
+            total: z.coerce.number().int().min(0).default(TOTAL_ROWS),
+            prefix: z.string().default('row '),
+          }),
+        },
         responses: exportResponses(format),
         handler: async (ctx, { query }) => {
           await sendExport(ctx, db.pool, {
@@ -109,9 +122,28 @@ describe('parameter inlining for COPY', () => {
       { nested: ["x'y"] },
       '',
     ];
-    const casts = ['text', 'text', 'text', 'int', 'numeric', 'boolean', 'text', 'timestamptz', 'text[]', 'jsonb', 'text'];
+    const casts = [
+      'text',
+      'text',
+      'text',
+      'int',
+      'numeric',
+      'boolean',
+      'text',
+      'timestamptz',
+      'text[]',
+      'jsonb',
+      'text',
+    ];
     const select = `SELECT ${casts.map((cast, index) => `$${index + 1}::${cast} AS c${index}`).join(', ')}`;
-    const bound = await db.pool.query(select, values.map((value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date) ? JSON.stringify(value) : value)));
+    const bound = await db.pool.query(
+      select,
+      values.map((value) =>
+        value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)
+          ? JSON.stringify(value)
+          : value,
+      ),
+    );
     const inlined = await db.pool.query(inlineParameters(select, values));
     expect(inlined.rows).toEqual(bound.rows);
     expect(inlined.rows[0].c0).toBe("O'Brien; DROP TABLE tenants; --");
@@ -120,7 +152,9 @@ describe('parameter inlining for COPY', () => {
 
   it('leaves strings, quoted identifiers, comments and dollar quotes alone', () => {
     const text = `SELECT '$1' AS "$1", $$ $1 $$, $tag$ $2 $tag$, E'\\' $1', a$1 /* $1 /* $2 */ */ -- $1\n, $1, $2`;
-    expect(inlineParameters(text, ['x', 7])).toBe(`SELECT '$1' AS "$1", $$ $1 $$, $tag$ $2 $tag$, E'\\' $1', a$1 /* $1 /* $2 */ */ -- $1\n, 'x', (7)`);
+    expect(inlineParameters(text, ['x', 7])).toBe(
+      `SELECT '$1' AS "$1", $$ $1 $$, $tag$ $2 $tag$, E'\\' $1', a$1 /* $1 /* $2 */ */ -- $1\n, 'x', (7)`,
+    );
   });
 
   it('keeps a negative number from turning into a comment, refuses NUL and non-finite numbers', () => {
@@ -155,9 +189,27 @@ describe('CSV export', () => {
       offset = Number(headers.next);
     }
     expect(pages).toEqual([
-      { limit: '50000', offset: '0', truncated: 'true', next: '50000', disposition: 'attachment; filename="series_export.csv"' },
-      { limit: '50000', offset: '50000', truncated: 'true', next: '100000', disposition: 'attachment; filename="series_export-offset-50000.csv"' },
-      { limit: '50000', offset: '100000', truncated: 'false', next: null, disposition: 'attachment; filename="series_export-offset-100000.csv"' },
+      {
+        limit: '50000',
+        offset: '0',
+        truncated: 'true',
+        next: '50000',
+        disposition: 'attachment; filename="series_export.csv"',
+      },
+      {
+        limit: '50000',
+        offset: '50000',
+        truncated: 'true',
+        next: '100000',
+        disposition: 'attachment; filename="series_export-offset-50000.csv"',
+      },
+      {
+        limit: '50000',
+        offset: '100000',
+        truncated: 'false',
+        next: null,
+        disposition: 'attachment; filename="series_export-offset-100000.csv"',
+      },
     ]);
     expect(seen).toEqual(Array.from({ length: TOTAL_ROWS }, (_, index) => index + 1));
   });
@@ -166,7 +218,14 @@ describe('CSV export', () => {
     const response = await fetch(`${baseUrl}/series.csv?total=1000&prefix=${encodeURIComponent("it's ")}`);
     const rows = parseCsv(await response.text());
     expect(rows).toHaveLength(1001);
-    expect(rows[2]).toEqual(['2', `it's 2, "quoted"`, '2026-01-01T00:00:02.000Z', '0.50000000000000000000', 'true', '{"g": 2}']);
+    expect(rows[2]).toEqual([
+      '2',
+      `it's 2, "quoted"`,
+      '2026-01-01T00:00:02.000Z',
+      '0.50000000000000000000',
+      'true',
+      '{"g": 2}',
+    ]);
     expect(rows[1000]?.[1]).toBe(`it's 1000, "quoted"\nsecond line`);
     expect(response.headers.get('x-export-truncated')).toBe('false');
     expect(response.headers.has('x-next-offset')).toBe(false);
@@ -197,7 +256,8 @@ describe('CSV export', () => {
       await reader.read().catch(() => undefined);
     }
     // The aborted exports' server processes end and the pool serves new exports.
-    for (let attempt = 0; attempt < 100 && (await activeExports()) > 0; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let attempt = 0; attempt < 100 && (await activeExports()) > 0; attempt += 1)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await activeExports()).toBe(0);
     const again = await fetch(`${baseUrl}/series.csv?total=3`);
     expect(parseCsv(await again.text())).toHaveLength(4);
@@ -209,14 +269,23 @@ describe('XLSX export', () => {
     const csvRows = parseCsv(await (await fetch(`${baseUrl}/series.csv?offset=${EXPORT_MAX_ROWS * 2}`)).text());
     const response = await fetch(`${baseUrl}/series.xlsx?offset=${EXPORT_MAX_ROWS * 2}`);
     expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+    expect(response.headers.get('content-type')).toBe(
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    );
     expect(response.headers.get('x-export-truncated')).toBe('false');
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="series_export-offset-100000.xlsx"');
     const rows = await readXlsxRows(await response.arrayBuffer());
     expect(rows).toHaveLength(8);
     expect(rows[0]).toEqual(csvRows[0]);
     // Numbers are numeric cells (ratio 100001/4), times are date cells.
-    expect(rows[1]).toEqual(['100001', 'row 100001, "quoted"', '2026-01-02T03:46:41.000Z', '25000.25', 'false', '{"g": 100001}']);
+    expect(rows[1]).toEqual([
+      '100001',
+      'row 100001, "quoted"',
+      '2026-01-02T03:46:41.000Z',
+      '25000.25',
+      'false',
+      '{"g": 100001}',
+    ]);
     expect(rows.slice(1).map((row) => row[0])).toEqual(csvRows.slice(1).map((row) => row[0]));
 
     const first = await fetch(`${baseUrl}/series.xlsx`);
@@ -229,7 +298,9 @@ describe('XLSX export', () => {
 
   it('opens in LibreOffice (a real spreadsheet reader) with the same rows as the CSV', async (context) => {
     if (!(await hasSoffice())) {
-      context.skip('LibreOffice (soffice) is not installed: apt-get install -y libreoffice-calc-nogui to run this check');
+      context.skip(
+        'LibreOffice (soffice) is not installed: apt-get install -y libreoffice-calc-nogui to run this check',
+      );
     }
     const query = `total=25&prefix=${encodeURIComponent('a,"b" ')}`;
     const csvRows = parseCsv(await (await fetch(`${baseUrl}/series.csv?${query}`)).text());

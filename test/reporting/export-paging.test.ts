@@ -110,7 +110,10 @@ describe('reporting export paging', () => {
 
   it('pages a customer key through its own rows only', async () => {
     const expected = await expectedPairs('Acme');
-    const { pairs, pages } = await followPages('/reporting/export.csv?from=2026-01-01', tenant.customerKeys.Acme as string);
+    const { pairs, pages } = await followPages(
+      '/reporting/export.csv?from=2026-01-01',
+      tenant.customerKeys.Acme as string,
+    );
     expect(pages.map((page) => page.truncated)).toEqual(['false']);
     expect(pairs).toEqual(expected);
   });
@@ -131,7 +134,13 @@ describe('reporting export paging', () => {
 describe('deep list pages', () => {
   // From offset 10,000 on, list pages skip whole days by the rollup counts; they must be
   // exactly the pages a plain ORDER BY … OFFSET gives, for every filter the skip handles.
-  async function plainPage(table: 'inspections' | 'reports', where: string, values: unknown[], offset: number, limit: number): Promise<string[]> {
+  async function plainPage(
+    table: 'inspections' | 'reports',
+    where: string,
+    values: unknown[],
+    offset: number,
+    limit: number,
+  ): Promise<string[]> {
     const time = table === 'inspections' ? 'occurred_at' : 'created_at';
     const { rows } = await db.pool.query<{ id: string }>(
       `SELECT x.id FROM ${table} x WHERE x.tenant_id = $1 ${where} ORDER BY x.${time} DESC, x.id LIMIT ${limit} OFFSET ${offset}`,
@@ -157,20 +166,47 @@ describe('deep list pages', () => {
         100,
         tenant.tenantKey,
       ],
-      ['inspections', 'from=2026-02-01&to=2026-03-31', `AND x.occurred_at >= '2026-02-01' AND x.occurred_at < '2026-04-01'`, [], 10_001, 100, tenant.tenantKey],
+      [
+        'inspections',
+        'from=2026-02-01&to=2026-03-31',
+        `AND x.occurred_at >= '2026-02-01' AND x.occurred_at < '2026-04-01'`,
+        [],
+        10_001,
+        100,
+        tenant.tenantKey,
+      ],
       ['inspections', '', `AND x.customer_name = 'Acme'`, [], 10_050, 200, tenant.customerKeys.Acme as string],
       ['reports', '', '', [], 10_000, 100, tenant.tenantKey],
       ['reports', '', '', [], 35_100, 100, tenant.tenantKey],
       ['reports', 'impact=warning', `AND x.impact = 'warning'`, [], 10_000, 100, tenant.tenantKey],
-      ['reports', 'from=2026-02-03T08:00:00Z', `AND x.created_at >= '2026-02-03T08:00:00Z'`, [], 15_000, 100, tenant.tenantKey],
-      ['reports', 'outcome=completed', `AND x.outcome = 'completed' AND x.customer_name = 'Acme'`, [], 10_500, 100, tenant.customerKeys.Acme as string],
+      [
+        'reports',
+        'from=2026-02-03T08:00:00Z',
+        `AND x.created_at >= '2026-02-03T08:00:00Z'`,
+        [],
+        15_000,
+        100,
+        tenant.tenantKey,
+      ],
+      [
+        'reports',
+        'outcome=completed',
+        `AND x.outcome = 'completed' AND x.customer_name = 'Acme'`,
+        [],
+        10_500,
+        100,
+        tenant.customerKeys.Acme as string,
+      ],
     ];
     for (const [table, query, where, values, offset, limit, key] of cases) {
       const response = await api.external(`/reporting/${table}?${query}&offset=${offset}&limit=${limit}`, key);
       const body = (await response.json()) as { items: Array<{ id: string }> };
       expect(response.status).toBe(200);
       const expected = await plainPage(table as 'inspections' | 'reports', where, values, offset, limit);
-      expect(body.items.map((item) => item.id), `${table}?${query} offset ${offset}`).toEqual(expected);
+      expect(
+        body.items.map((item) => item.id),
+        `${table}?${query} offset ${offset}`,
+      ).toEqual(expected);
     }
   });
 });

@@ -71,7 +71,9 @@ export async function readXlsxRows(buffer: ArrayBuffer): Promise<string[][]> {
       const cells: string[] = [];
       for (let column = 0; column < width; column += 1) {
         const value = values[column];
-        cells.push(value === null || value === undefined ? '' : value instanceof Date ? value.toISOString() : String(value));
+        cells.push(
+          value === null || value === undefined ? '' : value instanceof Date ? value.toISOString() : String(value),
+        );
       }
       rows.push(cells);
     }
@@ -101,7 +103,16 @@ export async function libreOfficeCsv(buffer: ArrayBuffer): Promise<string[][]> {
     writeFileSync(input, Buffer.from(buffer));
     await run(
       'soffice',
-      [`-env:UserInstallation=file://${dir}/profile`, '--headless', '--norestore', '--convert-to', 'csv:Text - txt - csv (StarCalc):44,34,76,1', '--outdir', dir, input],
+      [
+        `-env:UserInstallation=file://${dir}/profile`,
+        '--headless',
+        '--norestore',
+        '--convert-to',
+        'csv:Text - txt - csv (StarCalc):44,34,76,1',
+        '--outdir',
+        dir,
+        input,
+      ],
       { timeout: 180_000 },
     );
     return parseCsv(readFileSync(path.join(dir, 'export.csv'), 'utf8'));

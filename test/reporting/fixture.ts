@@ -44,38 +44,148 @@ export async function createReportingFixture(pool: Pool): Promise<ReportingFixtu
   const tenant = await createTenantWithKeys(pool, ['Acme', 'Beta'], 'Reporting tenant');
   const t = tenant.tenantId;
 
-  const sc = await provisioning.createAssetType(deps, t, { name: 'Straddle carrier', description: 'Lifts containers between its legs' });
+  const sc = await provisioning.createAssetType(deps, t, {
+    name: 'Straddle carrier',
+    description: 'Lifts containers between its legs',
+  });
   const rs = await provisioning.createAssetType(deps, t, { name: 'Reach stacker', description: 'Telescopic boom' });
-  const fl = await provisioning.createAssetType(deps, t, { name: 'Forklift', description: 'Unused type', fields: { mast: 'triplex' } });
-  const preShift = await provisioning.createTemplate(deps, t, { name: 'Pre-shift', assetTypeIds: [sc.id], latestVersion: 3 });
-  const monthly = await provisioning.createTemplate(deps, t, { name: 'Monthly', description: 'Monthly check', status: 'draft' });
+  const fl = await provisioning.createAssetType(deps, t, {
+    name: 'Forklift',
+    description: 'Unused type',
+    fields: { mast: 'triplex' },
+  });
+  const preShift = await provisioning.createTemplate(deps, t, {
+    name: 'Pre-shift',
+    assetTypeIds: [sc.id],
+    latestVersion: 3,
+  });
+  const monthly = await provisioning.createTemplate(deps, t, {
+    name: 'Monthly',
+    description: 'Monthly check',
+    status: 'draft',
+  });
 
   const asset = (input: Parameters<typeof provisioning.createAsset>[2]) => provisioning.createAsset(deps, t, input);
-  const a1 = await asset({ name: 'Straddle carrier 01', identifier: 'SC-01', displayCode: 'SC01', assetType: 'Straddle carrier', location: 'Yard A', customerName: 'Acme', externalRef: 'ERP-1001' });
-  const a2 = await asset({ name: 'Reach stacker 02', identifier: 'RS-02', assetType: 'Reach stacker', location: 'Yard B', customerName: 'Acme', operationalStatus: 'out_of_service' });
-  const a3 = await asset({ name: 'Straddle carrier 03', identifier: 'SC-03', assetType: 'Straddle carrier', location: 'Yard A', customerName: 'Beta', lifecycleStatus: 'retired' });
+  const a1 = await asset({
+    name: 'Straddle carrier 01',
+    identifier: 'SC-01',
+    displayCode: 'SC01',
+    assetType: 'Straddle carrier',
+    location: 'Yard A',
+    customerName: 'Acme',
+    externalRef: 'ERP-1001',
+  });
+  const a2 = await asset({
+    name: 'Reach stacker 02',
+    identifier: 'RS-02',
+    assetType: 'Reach stacker',
+    location: 'Yard B',
+    customerName: 'Acme',
+    operationalStatus: 'out_of_service',
+  });
+  const a3 = await asset({
+    name: 'Straddle carrier 03',
+    identifier: 'SC-03',
+    assetType: 'Straddle carrier',
+    location: 'Yard A',
+    customerName: 'Beta',
+    lifecycleStatus: 'retired',
+  });
   const a4 = await asset({ name: 'Spare forklift', identifier: 'FL-04' });
-  const a5 = await asset({ name: 'Yard loader 05', identifier: 'YL-05', assetType: 'Reach stacker', location: 'Yard C', customerName: 'acme' });
+  const a5 = await asset({
+    name: 'Yard loader 05',
+    identifier: 'YL-05',
+    assetType: 'Reach stacker',
+    location: 'Yard C',
+    customerName: 'acme',
+  });
   await provisioning.createDevice(deps, t, { deviceId: 'trk-sc01', assetId: a1.id });
 
-  const inspect = (input: Parameters<typeof provisioning.createInspection>[2]) => provisioning.createInspection(deps, t, input);
+  const inspect = (input: Parameters<typeof provisioning.createInspection>[2]) =>
+    provisioning.createInspection(deps, t, input);
   const report = (input: Parameters<typeof provisioning.createReport>[2]) => provisioning.createReport(deps, t, input);
-  const i1 = await inspect({ assetId: a1.id, templateId: preShift.id, templateVersion: 2, completedAt: '2026-09-10T08:00:00Z', operatorIdentifier: 'OP-007', externalRef: 'INS-1', inspectorName: 'Ines', media: { photos: 2, videos: 0, documents: ['a.pdf'] } });
-  const r1 = await report({ inspectionId: i1.id, impact: 'none', outcome: 'completed', createdAt: '2026-09-10T09:00:00Z', media: { photos: 1 } });
+  const i1 = await inspect({
+    assetId: a1.id,
+    templateId: preShift.id,
+    templateVersion: 2,
+    completedAt: '2026-09-10T08:00:00Z',
+    operatorIdentifier: 'OP-007',
+    externalRef: 'INS-1',
+    inspectorName: 'Ines',
+    media: { photos: 2, videos: 0, documents: ['a.pdf'] },
+  });
+  const r1 = await report({
+    inspectionId: i1.id,
+    impact: 'none',
+    outcome: 'completed',
+    createdAt: '2026-09-10T09:00:00Z',
+    media: { photos: 1 },
+  });
   const i2 = await inspect({ assetId: a1.id, templateId: preShift.id, completedAt: '2026-10-05T23:30:00Z' });
-  const r2 = await report({ inspectionId: i2.id, impact: 'warning', outcome: 'completed', createdAt: '2026-10-06T00:15:00Z' });
-  const i3 = await inspect({ assetId: a2.id, templateId: monthly.id, status: 'rejected', completedAt: '2026-10-20T12:00:00Z' });
-  const r3 = await report({ inspectionId: i3.id, impact: 'out_of_service', outcome: 'rejected', rejectionReason: 'Hydraulic leak', createdAt: '2026-10-20T13:00:00Z', externalRef: 'REP-77' });
+  const r2 = await report({
+    inspectionId: i2.id,
+    impact: 'warning',
+    outcome: 'completed',
+    createdAt: '2026-10-06T00:15:00Z',
+  });
+  const i3 = await inspect({
+    assetId: a2.id,
+    templateId: monthly.id,
+    status: 'rejected',
+    completedAt: '2026-10-20T12:00:00Z',
+  });
+  const r3 = await report({
+    inspectionId: i3.id,
+    impact: 'out_of_service',
+    outcome: 'rejected',
+    rejectionReason: 'Hydraulic leak',
+    createdAt: '2026-10-20T13:00:00Z',
+    externalRef: 'REP-77',
+  });
   const i4 = await inspect({ assetId: a3.id, templateId: preShift.id, completedAt: '2026-10-31T23:59:59Z' });
-  const r4 = await report({ inspectionId: i4.id, impact: 'out_of_service', outcome: 'completed', createdAt: '2026-11-01T00:00:00Z' });
-  const i5 = await inspect({ assetId: a1.id, status: 'in_progress', startedAt: '2026-11-02T10:00:00Z', completedAt: null });
+  const r4 = await report({
+    inspectionId: i4.id,
+    impact: 'out_of_service',
+    outcome: 'completed',
+    createdAt: '2026-11-01T00:00:00Z',
+  });
+  const i5 = await inspect({
+    assetId: a1.id,
+    status: 'in_progress',
+    startedAt: '2026-11-02T10:00:00Z',
+    completedAt: null,
+  });
   const i6 = await inspect({ assetId: a4.id, templateId: preShift.id, completedAt: '2026-11-03T10:00:00Z' });
-  const r6a = await report({ inspectionId: i6.id, impact: 'warning', outcome: 'rejected', rejectionReason: 'Worn tyre', createdAt: '2026-11-03T11:00:00Z' });
-  const r6b = await report({ inspectionId: i6.id, impact: 'none', outcome: 'completed', createdAt: '2026-11-04T08:00:00Z' });
+  const r6a = await report({
+    inspectionId: i6.id,
+    impact: 'warning',
+    outcome: 'rejected',
+    rejectionReason: 'Worn tyre',
+    createdAt: '2026-11-03T11:00:00Z',
+  });
+  const r6b = await report({
+    inspectionId: i6.id,
+    impact: 'none',
+    outcome: 'completed',
+    createdAt: '2026-11-04T08:00:00Z',
+  });
   const i7 = await inspect({ assetId: a5.id, templateId: preShift.id, completedAt: '2026-08-01T00:00:00Z' });
-  const r7 = await report({ inspectionId: i7.id, impact: 'none', outcome: 'completed', createdAt: '2026-08-01T01:00:00Z' });
+  const r7 = await report({
+    inspectionId: i7.id,
+    impact: 'none',
+    outcome: 'completed',
+    createdAt: '2026-08-01T01:00:00Z',
+  });
 
-  const request = async (seq: number, customer: string, status: string, priority: string, category: string, createdAt: string, cancelReason: string | null = null) => {
+  const request = async (
+    seq: number,
+    customer: string,
+    status: string,
+    priority: string,
+    category: string,
+    createdAt: string,
+    cancelReason: string | null = null,
+  ) => {
     const { rows } = await pool.query<{ id: string }>(
       `INSERT INTO service_requests (tenant_id, seq, display_code, title, customer_name, status, priority, category, cancel_reason, created_at, updated_at)
        VALUES ($1, $2::int, 'SR-' || lpad($2::int::text, 6, '0'), $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id`,
@@ -89,9 +199,19 @@ export async function createReportingFixture(pool: Pool): Promise<ReportingFixtu
   const s4 = await request(4, 'Acme', 'closed', 'low', 'cleaning', '2026-08-15T09:00:00Z');
 
   const other = await createTenantWithKeys(pool, [], 'Other tenant');
-  const otherAsset = await provisioning.createAsset(deps, other.tenantId, { name: 'Straddle carrier 01', identifier: 'SC-01', customerName: 'Acme' });
-  const otherInspection = await provisioning.createInspection(deps, other.tenantId, { assetId: otherAsset.id, completedAt: '2026-10-10T10:00:00Z' });
-  const otherReport = await provisioning.createReport(deps, other.tenantId, { inspectionId: otherInspection.id, createdAt: '2026-10-10T11:00:00Z' });
+  const otherAsset = await provisioning.createAsset(deps, other.tenantId, {
+    name: 'Straddle carrier 01',
+    identifier: 'SC-01',
+    customerName: 'Acme',
+  });
+  const otherInspection = await provisioning.createInspection(deps, other.tenantId, {
+    assetId: otherAsset.id,
+    completedAt: '2026-10-10T10:00:00Z',
+  });
+  const otherReport = await provisioning.createReport(deps, other.tenantId, {
+    inspectionId: otherInspection.id,
+    createdAt: '2026-10-10T11:00:00Z',
+  });
 
   return {
     tenantId: t,

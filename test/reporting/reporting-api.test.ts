@@ -136,7 +136,11 @@ describe('GET /reporting/overview', () => {
       fx.serviceRequests.s2,
       fx.serviceRequests.s1,
     ]);
-    expect(body.recentServiceRequests[0]).toMatchObject({ displayCode: 'SR-000003', status: 'resolved', customerName: 'Beta' });
+    expect(body.recentServiceRequests[0]).toMatchObject({
+      displayCode: 'SR-000003',
+      status: 'resolved',
+      customerName: 'Beta',
+    });
   });
 
   it('counts only the exact customer for a customer key, overview counters and recent items included', async () => {
@@ -177,8 +181,15 @@ describe('GET /reporting/overview', () => {
       { month: '2026-10', inspections: 2, reports: 2, outOfService: 1, rejected: 1 },
       { month: '2026-11', inspections: 1, reports: 0, outOfService: 0, rejected: 0 },
     ]);
-    expect(body.recentReports.map((item: { reportId: string }) => item.reportId)).toEqual([fx.reports.r3, fx.reports.r2, fx.reports.r1]);
-    expect(body.recentServiceRequests.map((item: { id: string }) => item.id)).toEqual([fx.serviceRequests.s2, fx.serviceRequests.s1]);
+    expect(body.recentReports.map((item: { reportId: string }) => item.reportId)).toEqual([
+      fx.reports.r3,
+      fx.reports.r2,
+      fx.reports.r1,
+    ]);
+    expect(body.recentServiceRequests.map((item: { id: string }) => item.id)).toEqual([
+      fx.serviceRequests.s2,
+      fx.serviceRequests.s1,
+    ]);
   });
 
   it('lets a tenant key narrow to a customer, and never lets a customer key widen to another', async () => {
@@ -210,7 +221,10 @@ describe('GET /reporting/overview', () => {
     expect(dateOnly.range).toEqual({ from: '2026-10-31T00:00:00.000Z', to: '2026-10-31T23:59:59.999Z' });
     expect(dateOnly.summary).toMatchObject({ inspections: 1, reports: 0 });
 
-    const insideOneDay = await get('/reporting/overview?from=2026-11-03T10:30:00Z&to=2026-11-03T12:00:00Z', fx.tenantKey);
+    const insideOneDay = await get(
+      '/reporting/overview?from=2026-11-03T10:30:00Z&to=2026-11-03T12:00:00Z',
+      fx.tenantKey,
+    );
     expect(insideOneDay.summary).toMatchObject({ inspections: 0, reports: 1, rejectedReports: 1, warningReports: 1 });
 
     const openEnded = await get('/reporting/overview?from=2026-11-01T00:00:00Z', fx.tenantKey);
@@ -222,7 +236,13 @@ describe('GET /reporting/overview', () => {
   it('counts the whole history without a range, months from the first to the last activity', async () => {
     const body = await get('/reporting/overview', fx.tenantKey);
     expect(body.range).toEqual({ from: null, to: null });
-    expect(body.summary).toMatchObject({ inspections: 7, reports: 7, serviceRequests: 4, closedServiceRequests: 1, serviceCancellationRate: 25 });
+    expect(body.summary).toMatchObject({
+      inspections: 7,
+      reports: 7,
+      serviceRequests: 4,
+      closedServiceRequests: 1,
+      serviceCancellationRate: 25,
+    });
     expect(body.monthly).toEqual([
       { month: '2026-08', inspections: 1, reports: 1, outOfService: 0, rejected: 0 },
       { month: '2026-09', inspections: 1, reports: 1, outOfService: 0, rejected: 0 },
@@ -234,7 +254,14 @@ describe('GET /reporting/overview', () => {
   it('lists every month of a bounded range, empty ones as zeros', async () => {
     const body = await get('/reporting/overview?from=2026-06-15&to=2027-01-31', fx.acmeKey);
     expect(body.monthly.map((row: { month: string }) => row.month)).toEqual([
-      '2026-06', '2026-07', '2026-08', '2026-09', '2026-10', '2026-11', '2026-12', '2027-01',
+      '2026-06',
+      '2026-07',
+      '2026-08',
+      '2026-09',
+      '2026-10',
+      '2026-11',
+      '2026-12',
+      '2027-01',
     ]);
     expect(body.monthly[0]).toEqual({ month: '2026-06', inspections: 0, reports: 0, outOfService: 0, rejected: 0 });
   });
@@ -286,7 +313,13 @@ describe('GET /reporting/assets and the deprecated /assets', () => {
       latestOutcome: 'completed',
     });
     const a4 = body.items.find((item: { id: string }) => item.id === fx.assets.a4);
-    expect(a4).toMatchObject({ assetType: '', inspectionCount: 1, reportCount: 2, latestImpact: 'none', latestOutcome: 'completed' });
+    expect(a4).toMatchObject({
+      assetType: '',
+      inspectionCount: 1,
+      reportCount: 2,
+      latestImpact: 'none',
+      latestOutcome: 'completed',
+    });
   });
 
   it.each([
@@ -316,7 +349,11 @@ describe('GET /reporting/assets and the deprecated /assets', () => {
     expect(ids(await get('/reporting/assets?q=sc-0', fx.acmeKey))).toEqual([fx.assets.a1]);
     expect(ids(await get('/reporting/assets?customerName=Acme', fx.acmeKey))).toEqual([fx.assets.a2, fx.assets.a1]);
     const widened = await get('/reporting/assets?customerName=Beta', fx.acmeKey);
-    expect(widened).toEqual({ items: [], paging: { limit: 100, offset: 0 }, scope: { customerName: 'Acme', customerScoped: true } });
+    expect(widened).toEqual({
+      items: [],
+      paging: { limit: 100, offset: 0 },
+      scope: { customerName: 'Acme', customerScoped: true },
+    });
     expect(ids(await get('/reporting/assets', fx.betaKey))).toEqual([fx.assets.a3]);
     expect(ids(await get('/reporting/assets', fx.otherTenantKey))).toEqual([fx.other.assetId]);
   });
@@ -347,8 +384,14 @@ describe('GET /reporting/assets and the deprecated /assets', () => {
   });
 
   it('reads one asset in scope; other customers, other tenants and unknown ids are 404, a bad id 400', async () => {
-    expect(await get(`/reporting/assets/${fx.assets.a1}`, fx.acmeKey)).toMatchObject({ id: fx.assets.a1, inspectionCount: 3 });
-    expect(await get(`/reporting/assets/${fx.assets.a3}`, fx.tenantKey)).toMatchObject({ lifecycleStatus: 'retired', customerName: 'Beta' });
+    expect(await get(`/reporting/assets/${fx.assets.a1}`, fx.acmeKey)).toMatchObject({
+      id: fx.assets.a1,
+      inspectionCount: 3,
+    });
+    expect(await get(`/reporting/assets/${fx.assets.a3}`, fx.tenantKey)).toMatchObject({
+      lifecycleStatus: 'retired',
+      customerName: 'Beta',
+    });
     await get(`/reporting/assets/${fx.assets.a3}`, fx.acmeKey, 404);
     await get(`/reporting/assets/${fx.assets.a5}`, fx.acmeKey, 404);
     await get(`/reporting/assets/${fx.other.assetId}`, fx.tenantKey, 404);
@@ -375,22 +418,45 @@ describe('GET /reporting/asset-types and /reporting/templates', () => {
       ['Reach stacker', 1],
       ['Straddle carrier', 1],
     ]);
-    expect((await get('/reporting/asset-types', fx.betaKey)).items.map((item: { id: string }) => item.id)).toEqual([fx.types.sc]);
+    expect((await get('/reporting/asset-types', fx.betaKey)).items.map((item: { id: string }) => item.id)).toEqual([
+      fx.types.sc,
+    ]);
     expect((await get('/reporting/asset-types?customerName=Beta', fx.acmeKey)).items).toEqual([]);
-    expect((await get('/reporting/asset-types?customerName=Beta', fx.tenantKey)).items.map((item: { id: string }) => item.id)).toEqual([fx.types.sc]);
+    expect(
+      (await get('/reporting/asset-types?customerName=Beta', fx.tenantKey)).items.map(
+        (item: { id: string }) => item.id,
+      ),
+    ).toEqual([fx.types.sc]);
   });
 
   it('searches type names and descriptions with q', async () => {
-    expect((await get('/reporting/asset-types?q=REACH', fx.tenantKey)).items.map((item: { id: string }) => item.id)).toEqual([fx.types.rs]);
-    expect((await get('/reporting/asset-types?q=telescopic', fx.tenantKey)).items.map((item: { id: string }) => item.id)).toEqual([fx.types.rs]);
+    expect(
+      (await get('/reporting/asset-types?q=REACH', fx.tenantKey)).items.map((item: { id: string }) => item.id),
+    ).toEqual([fx.types.rs]);
+    expect(
+      (await get('/reporting/asset-types?q=telescopic', fx.tenantKey)).items.map((item: { id: string }) => item.id),
+    ).toEqual([fx.types.rs]);
   });
 
   it('lists the templates of the tenant, for customer keys too', async () => {
     const body = await get('/reporting/templates', fx.acmeKey);
     expect(Object.keys(body)).toEqual(['items']);
     expect(body.items).toEqual([
-      expect.objectContaining({ id: fx.templates.monthly, name: 'Monthly', description: 'Monthly check', status: 'draft', latestVersion: 1, assetTypeIds: [] }),
-      expect.objectContaining({ id: fx.templates.preShift, name: 'Pre-shift', status: 'active', latestVersion: 3, assetTypeIds: [fx.types.sc] }),
+      expect.objectContaining({
+        id: fx.templates.monthly,
+        name: 'Monthly',
+        description: 'Monthly check',
+        status: 'draft',
+        latestVersion: 1,
+        assetTypeIds: [],
+      }),
+      expect.objectContaining({
+        id: fx.templates.preShift,
+        name: 'Pre-shift',
+        status: 'active',
+        latestVersion: 3,
+        assetTypeIds: [fx.types.sc],
+      }),
     ]);
     expect((await get('/reporting/templates', fx.otherTenantKey)).items).toEqual([]);
   });
@@ -401,7 +467,9 @@ describe('GET /reporting/inspections', () => {
     const body = await get('/reporting/inspections', fx.tenantKey);
     expect(body.range).toEqual({ from: null, to: null });
     expect(body.scope).toEqual({ customerName: null, customerScoped: false });
-    expect(ids(body)).toEqual(['i6', 'i5', 'i4', 'i3', 'i2', 'i1', 'i7'].map((name) => fx.inspections[name as keyof typeof fx.inspections]));
+    expect(ids(body)).toEqual(
+      ['i6', 'i5', 'i4', 'i3', 'i2', 'i1', 'i7'].map((name) => fx.inspections[name as keyof typeof fx.inspections]),
+    );
     const i1 = body.items.find((item: { id: string }) => item.id === fx.inspections.i1);
     expect(i1).toEqual({
       id: fx.inspections.i1,
@@ -437,7 +505,16 @@ describe('GET /reporting/inspections', () => {
       template: { id: fx.templates.preShift, name: 'Pre-shift', status: 'active', version: 2, latestVersion: 3 },
     });
     const i5 = body.items.find((item: { id: string }) => item.id === fx.inspections.i5);
-    expect(i5.report).toEqual({ id: null, status: null, impact: null, outcome: null, rejectionReason: null, summary: null, createdAt: null, count: 0 });
+    expect(i5.report).toEqual({
+      id: null,
+      status: null,
+      impact: null,
+      outcome: null,
+      rejectionReason: null,
+      summary: null,
+      createdAt: null,
+      count: 0,
+    });
     expect(i5.template).toEqual({ id: null, name: null, status: null, version: null, latestVersion: null });
     expect(i5.media).toEqual({ total: 0 });
     const i6 = body.items.find((item: { id: string }) => item.id === fx.inspections.i6);
@@ -467,7 +544,10 @@ describe('GET /reporting/inspections', () => {
   });
 
   it('filters by assetId, echoes the resolved range and scopes customer keys', async () => {
-    const byAsset = await get(`/reporting/inspections?assetId=${fx.assets.a1}&from=2026-10-01&to=2026-10-31`, fx.tenantKey);
+    const byAsset = await get(
+      `/reporting/inspections?assetId=${fx.assets.a1}&from=2026-10-01&to=2026-10-31`,
+      fx.tenantKey,
+    );
     expect(ids(byAsset)).toEqual([fx.inspections.i2]);
     expect(byAsset.range).toEqual({ from: '2026-10-01T00:00:00.000Z', to: '2026-10-31T23:59:59.999Z' });
     expect(byAsset.paging).toEqual({ limit: 100, offset: 0 });
@@ -484,7 +564,13 @@ describe('GET /reporting/inspections', () => {
       id: fx.inspections.i3,
       status: 'rejected',
       asset: { id: fx.assets.a2, assetType: 'Reach stacker' },
-      report: { id: fx.reports.r3, outcome: 'rejected', impact: 'out_of_service', rejectionReason: 'Hydraulic leak', count: 1 },
+      report: {
+        id: fx.reports.r3,
+        outcome: 'rejected',
+        impact: 'out_of_service',
+        rejectionReason: 'Hydraulic leak',
+        count: 1,
+      },
       template: { id: fx.templates.monthly, name: 'Monthly', status: 'draft', version: null, latestVersion: 1 },
     });
     await get(`/reporting/inspections/${fx.inspections.i4}`, fx.acmeKey, 404);
@@ -506,7 +592,9 @@ describe('GET /reporting/inspections', () => {
 describe('GET /reporting/reports', () => {
   it('lists reports newest first with asset, template and media', async () => {
     const body = await get('/reporting/reports', fx.tenantKey);
-    expect(ids(body)).toEqual(['r6b', 'r6a', 'r4', 'r3', 'r2', 'r1', 'r7'].map((name) => fx.reports[name as keyof typeof fx.reports]));
+    expect(ids(body)).toEqual(
+      ['r6b', 'r6a', 'r4', 'r3', 'r2', 'r1', 'r7'].map((name) => fx.reports[name as keyof typeof fx.reports]),
+    );
     const r1 = body.items.find((item: { id: string }) => item.id === fx.reports.r1);
     expect(r1).toMatchObject({
       id: fx.reports.r1,
@@ -536,13 +624,21 @@ describe('GET /reporting/reports', () => {
     ['q=RS-02', ['r3']],
     ['limit=1&offset=6', ['r7']],
   ] as const)('filters with %s', async (query, expected) => {
-    expect(ids(await get(`/reporting/reports?${query}`, fx.tenantKey))).toEqual(expected.map((name) => fx.reports[name]));
+    expect(ids(await get(`/reporting/reports?${query}`, fx.tenantKey))).toEqual(
+      expected.map((name) => fx.reports[name]),
+    );
   });
 
   it('scopes customer keys and reads one report in scope', async () => {
     expect(ids(await get('/reporting/reports', fx.betaKey))).toEqual([fx.reports.r4]);
-    expect(ids(await get(`/reporting/reports?assetId=${fx.assets.a1}`, fx.acmeKey))).toEqual([fx.reports.r2, fx.reports.r1]);
-    expect(await get(`/reporting/reports/${fx.reports.r4}`, fx.betaKey)).toMatchObject({ id: fx.reports.r4, impact: 'out_of_service' });
+    expect(ids(await get(`/reporting/reports?assetId=${fx.assets.a1}`, fx.acmeKey))).toEqual([
+      fx.reports.r2,
+      fx.reports.r1,
+    ]);
+    expect(await get(`/reporting/reports/${fx.reports.r4}`, fx.betaKey)).toMatchObject({
+      id: fx.reports.r4,
+      impact: 'out_of_service',
+    });
     await get(`/reporting/reports/${fx.reports.r4}`, fx.acmeKey, 404);
     await get(`/reporting/reports/${fx.other.reportId}`, fx.tenantKey, 404);
   });
@@ -552,13 +648,26 @@ describe('derived asset fields', () => {
   it('follow every new inspection and report created through the admin API', async () => {
     const base = `/tenants/${fx.tenantId}`;
     const before = await get(`/reporting/assets/${fx.assets.a2}`, fx.tenantKey);
-    expect(before).toMatchObject({ inspectionCount: 1, reportCount: 1, latestImpact: 'out_of_service', latestOutcome: 'rejected' });
+    expect(before).toMatchObject({
+      inspectionCount: 1,
+      reportCount: 1,
+      latestImpact: 'out_of_service',
+      latestOutcome: 'rejected',
+    });
 
-    const created = await api.admin(`${base}/inspections`, { method: 'POST', json: { assetId: fx.assets.a2, completedAt: '2026-11-20T07:00:00Z' } });
+    const created = await api.admin(`${base}/inspections`, {
+      method: 'POST',
+      json: { assetId: fx.assets.a2, completedAt: '2026-11-20T07:00:00Z' },
+    });
     expect(created.status).toBe(201);
     const inspection = await json(created);
     const afterInspection = await get(`/reporting/assets/${fx.assets.a2}`, fx.tenantKey);
-    expect(afterInspection).toMatchObject({ inspectionCount: 2, reportCount: 1, latestInspectionAt: '2026-11-20T07:00:00.000Z', latestOutcome: 'rejected' });
+    expect(afterInspection).toMatchObject({
+      inspectionCount: 2,
+      reportCount: 1,
+      latestInspectionAt: '2026-11-20T07:00:00.000Z',
+      latestOutcome: 'rejected',
+    });
 
     const reported = await api.admin(`${base}/reports`, {
       method: 'POST',
@@ -581,24 +690,54 @@ describe('derived asset fields', () => {
 
     // Back to the fixture's state for the other tests.
     await db.pool.query('DELETE FROM inspections WHERE id = $1', [inspection.id]);
-    expect(await get(`/reporting/assets/${fx.assets.a2}`, fx.tenantKey)).toMatchObject({ inspectionCount: 1, reportCount: 1, latestImpact: 'out_of_service' });
-    expect((await get(`/reporting/overview?${RANGE}`, fx.tenantKey)).summary).toMatchObject({ inspections: 6, reports: 6 });
+    expect(await get(`/reporting/assets/${fx.assets.a2}`, fx.tenantKey)).toMatchObject({
+      inspectionCount: 1,
+      reportCount: 1,
+      latestImpact: 'out_of_service',
+    });
+    expect((await get(`/reporting/overview?${RANGE}`, fx.tenantKey)).summary).toMatchObject({
+      inspections: 6,
+      reports: 6,
+    });
   });
 });
 
 describe('GET /reporting/export.csv and export.xlsx', () => {
   const header = [
-    'inspectionId', 'inspectionStatus', 'occurredAt', 'startedAt', 'completedAt', 'assetId', 'assetIdentifier', 'assetName',
-    'assetDisplayCode', 'assetType', 'location', 'customerName', 'templateName', 'templateVersion', 'inspectorName',
-    'operatorIdentifier', 'inspectionExternalRef', 'reportId', 'reportStatus', 'reportCreatedAt', 'impact', 'outcome',
-    'rejectionReason', 'reportSummary', 'reportExternalRef',
+    'inspectionId',
+    'inspectionStatus',
+    'occurredAt',
+    'startedAt',
+    'completedAt',
+    'assetId',
+    'assetIdentifier',
+    'assetName',
+    'assetDisplayCode',
+    'assetType',
+    'location',
+    'customerName',
+    'templateName',
+    'templateVersion',
+    'inspectorName',
+    'operatorIdentifier',
+    'inspectionExternalRef',
+    'reportId',
+    'reportStatus',
+    'reportCreatedAt',
+    'impact',
+    'outcome',
+    'rejectionReason',
+    'reportSummary',
+    'reportExternalRef',
   ];
 
   it('exports one row per inspection and report in range, oldest first, with the export headers', async () => {
     const response = await api.external(`/reporting/export.csv?${RANGE}`, fx.tenantKey);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
-    expect(response.headers.get('content-disposition')).toBe('attachment; filename="reporting-2026-09-01_2026-11-30.csv"');
+    expect(response.headers.get('content-disposition')).toBe(
+      'attachment; filename="reporting-2026-09-01_2026-11-30.csv"',
+    );
     expect(response.headers.get('x-export-limit')).toBe('50000');
     expect(response.headers.get('x-export-offset')).toBe('0');
     expect(response.headers.get('x-export-truncated')).toBe('false');
@@ -646,15 +785,29 @@ describe('GET /reporting/export.csv and export.xlsx', () => {
   it('exports only the customer of a customer key, whatever customerName it asks for', async () => {
     const acme = parseCsv(await (await api.external(`/reporting/export.csv?${RANGE}`, fx.acmeKey)).text());
     expect(new Set(acme.slice(1).map((row) => row[11]))).toEqual(new Set(['Acme']));
-    expect(acme.slice(1).map((row) => row[0])).toEqual([fx.inspections.i1, fx.inspections.i2, fx.inspections.i3, fx.inspections.i5]);
+    expect(acme.slice(1).map((row) => row[0])).toEqual([
+      fx.inspections.i1,
+      fx.inspections.i2,
+      fx.inspections.i3,
+      fx.inspections.i5,
+    ]);
     const widened = parseCsv(await (await api.external(`/reporting/export.csv?customerName=Beta`, fx.acmeKey)).text());
     expect(widened).toEqual([header]);
-    const filtered = parseCsv(await (await api.external(`/reporting/export.csv?outcome=rejected`, fx.tenantKey)).text());
+    const filtered = parseCsv(
+      await (await api.external(`/reporting/export.csv?outcome=rejected`, fx.tenantKey)).text(),
+    );
     expect(filtered.slice(1).map((row) => row[17])).toEqual([fx.reports.r3]);
   });
 
   it('answers 400 for an invalid range, filter or offset before any byte of a file', async () => {
-    for (const query of ['from=2026-11-02&to=2026-11-01', 'from=31-12-2026', 'offset=-5', 'offset=x', 'assetId=nope', 'q=%00']) {
+    for (const query of [
+      'from=2026-11-02&to=2026-11-01',
+      'from=31-12-2026',
+      'offset=-5',
+      'offset=x',
+      'assetId=nope',
+      'q=%00',
+    ]) {
       for (const format of ['csv', 'xlsx']) {
         const response = await api.external(`/reporting/export.${format}?${query}`, fx.tenantKey);
         expect(response.status, `${format} ${query}`).toBe(400);
@@ -669,15 +822,21 @@ describe('GET /reporting/export.csv and export.xlsx', () => {
     const csv = parseCsv(await (await api.external(`/reporting/export.csv?${RANGE}`, fx.tenantKey)).text());
     const response = await api.external(`/reporting/export.xlsx?${RANGE}`, fx.tenantKey);
     expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
-    expect(response.headers.get('content-disposition')).toBe('attachment; filename="reporting-2026-09-01_2026-11-30.xlsx"');
+    expect(response.headers.get('content-type')).toBe(
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    );
+    expect(response.headers.get('content-disposition')).toBe(
+      'attachment; filename="reporting-2026-09-01_2026-11-30.xlsx"',
+    );
     expect(response.headers.get('x-export-truncated')).toBe('false');
     const buffer = await response.arrayBuffer();
     const rows = await readXlsxRows(buffer);
     expect(rows).toEqual(csv);
 
     if (!(await hasSoffice())) {
-      context.skip('LibreOffice (soffice) is not installed: apt-get install -y libreoffice-calc-nogui to run the spreadsheet-reader check');
+      context.skip(
+        'LibreOffice (soffice) is not installed: apt-get install -y libreoffice-calc-nogui to run the spreadsheet-reader check',
+      );
     }
     const office = await libreOfficeCsv(buffer);
     expect(office).toHaveLength(csv.length);

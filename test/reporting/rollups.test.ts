@@ -121,7 +121,16 @@ beforeAll(async () => {
     await db.pool.query(
       `INSERT INTO service_requests (tenant_id, seq, display_code, title, customer_name, status, priority, category, cancel_reason, created_at)
        VALUES ($1, $2::int, 'SR-' || $2::int, 'Request', $3, $4, $5, $6, $7, $8)`,
-      [t, seq, random.pick(customers), status, random.pick(['low', 'urgent']), random.pick(['defect', 'other']), status === 'cancelled' && seq % 3 ? 'Duplicate' : null, random.time()],
+      [
+        t,
+        seq,
+        random.pick(customers),
+        status,
+        random.pick(['low', 'urgent']),
+        random.pick(['defect', 'other']),
+        status === 'cancelled' && seq % 3 ? 'Duplicate' : null,
+        random.time(),
+      ],
     );
   }
 
@@ -138,20 +147,28 @@ beforeAll(async () => {
         await sql('UPDATE inspections SET completed_at = $2 WHERE id = $1', [inspection, random.time()]);
         break;
       case 2:
-        await sql(`UPDATE reports SET outcome = $2, impact = $3 WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`, [
-          t,
-          random.pick(outcomes),
-          random.pick(impacts),
-        ]);
+        await sql(
+          `UPDATE reports SET outcome = $2, impact = $3 WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`,
+          [t, random.pick(outcomes), random.pick(impacts)],
+        );
         break;
       case 3:
-        await sql(`UPDATE reports SET created_at = $2 WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`, [t, random.time()]);
+        await sql(
+          `UPDATE reports SET created_at = $2 WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`,
+          [t, random.time()],
+        );
         break;
       case 4:
-        await sql(`UPDATE reports SET inspection_id = $2 WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`, [t, inspection]);
+        await sql(
+          `UPDATE reports SET inspection_id = $2 WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`,
+          [t, inspection],
+        );
         break;
       case 5:
-        await sql(`DELETE FROM reports WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`, [t]);
+        await sql(
+          `DELETE FROM reports WHERE id = (SELECT id FROM reports WHERE tenant_id = $1 ORDER BY id LIMIT 1 OFFSET ${Math.floor(random.next() * 40)})`,
+          [t],
+        );
         break;
       case 6:
         await sql('UPDATE assets SET customer_name = $2 WHERE id = $1', [random.pick(assets), random.pick(customers)]);
@@ -175,9 +192,25 @@ beforeAll(async () => {
   }
   for (let step = 0; step < 20; step += 1) {
     const seq = 1 + Math.floor(random.next() * 40);
-    if (step % 4 === 0) await sql(`UPDATE service_requests SET status = 'cancelled', cancel_reason = $3 WHERE tenant_id = $1 AND seq = $2`, [t, seq, random.pick(['Duplicate', 'Withdrawn'])]);
-    else if (step % 4 === 1) await sql('UPDATE service_requests SET status = $3, priority = $4 WHERE tenant_id = $1 AND seq = $2', [t, seq, random.pick(requestStatuses), random.pick(['normal', 'urgent'])]);
-    else if (step % 4 === 2) await sql('UPDATE service_requests SET customer_name = $3, created_at = $4 WHERE tenant_id = $1 AND seq = $2', [t, seq, random.pick(customers), random.time()]);
+    if (step % 4 === 0)
+      await sql(
+        `UPDATE service_requests SET status = 'cancelled', cancel_reason = $3 WHERE tenant_id = $1 AND seq = $2`,
+        [t, seq, random.pick(['Duplicate', 'Withdrawn'])],
+      );
+    else if (step % 4 === 1)
+      await sql('UPDATE service_requests SET status = $3, priority = $4 WHERE tenant_id = $1 AND seq = $2', [
+        t,
+        seq,
+        random.pick(requestStatuses),
+        random.pick(['normal', 'urgent']),
+      ]);
+    else if (step % 4 === 2)
+      await sql('UPDATE service_requests SET customer_name = $3, created_at = $4 WHERE tenant_id = $1 AND seq = $2', [
+        t,
+        seq,
+        random.pick(customers),
+        random.time(),
+      ]);
     else await sql('DELETE FROM service_requests WHERE tenant_id = $1 AND seq = $2', [t, seq]);
   }
   await db.pool.query('DELETE FROM templates WHERE id = $1', [templates[1]!.id]);
@@ -262,14 +295,34 @@ describe('reporting rollups', () => {
           },
           label,
         ).toEqual(truth);
-        const monthlyInspections = body.monthly.reduce((sum: number, row: { inspections: number }) => sum + row.inspections, 0);
+        const monthlyInspections = body.monthly.reduce(
+          (sum: number, row: { inspections: number }) => sum + row.inspections,
+          0,
+        );
         const monthlyReports = body.monthly.reduce((sum: number, row: { reports: number }) => sum + row.reports, 0);
         expect([monthlyInspections, monthlyReports], label).toEqual([truth.inspections, truth.reports]);
-        const statusTotal = body.breakdowns.inspectionStatus.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
-        const typeTotal = body.breakdowns.assetType.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
-        const requestTotal = body.breakdowns.serviceRequestStatus.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
-        const reasonTotal = body.breakdowns.serviceRequestCancellationReason.reduce((sum: number, item: { count: number }) => sum + item.count, 0);
-        expect([statusTotal, typeTotal, requestTotal, reasonTotal], label).toEqual([truth.inspections, truth.assets, truth.requests, truth.cancelled]);
+        const statusTotal = body.breakdowns.inspectionStatus.reduce(
+          (sum: number, item: { count: number }) => sum + item.count,
+          0,
+        );
+        const typeTotal = body.breakdowns.assetType.reduce(
+          (sum: number, item: { count: number }) => sum + item.count,
+          0,
+        );
+        const requestTotal = body.breakdowns.serviceRequestStatus.reduce(
+          (sum: number, item: { count: number }) => sum + item.count,
+          0,
+        );
+        const reasonTotal = body.breakdowns.serviceRequestCancellationReason.reduce(
+          (sum: number, item: { count: number }) => sum + item.count,
+          0,
+        );
+        expect([statusTotal, typeTotal, requestTotal, reasonTotal], label).toEqual([
+          truth.inspections,
+          truth.assets,
+          truth.requests,
+          truth.cancelled,
+        ]);
       }
     }
   });

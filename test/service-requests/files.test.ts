@@ -29,7 +29,9 @@ let tenantKey: string;
 let acmeKey: string;
 
 beforeAll(async () => {
-  world = await startWorld('service_request_files', ['Acme', 'Globex'], { GANTRY_MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT) });
+  world = await startWorld('service_request_files', ['Acme', 'Globex'], {
+    GANTRY_MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
+  });
   tenantKey = world.tenant.tenantKey;
   acmeKey = world.tenant.customerKeys.Acme!;
 });
@@ -69,7 +71,12 @@ function multipart(parts: Part[]): { chunks: AsyncIterable<Uint8Array>; contentT
 }
 
 /** POSTs a multipart upload with node:http, chunk by chunk with backpressure; stops sending once answered. */
-function upload(api: TestApi, key: string, requestId: string, parts: Part[]): Promise<{ status: number; body: Body; headers: http.IncomingHttpHeaders }> {
+function upload(
+  api: TestApi,
+  key: string,
+  requestId: string,
+  parts: Part[],
+): Promise<{ status: number; body: Body; headers: http.IncomingHttpHeaders }> {
   const { chunks, contentType } = multipart(parts);
   return new Promise((resolve, reject) => {
     let answered = false;
@@ -80,7 +87,13 @@ function upload(api: TestApi, key: string, requestId: string, parts: Part[]): Pr
         answered = true;
         const received: Buffer[] = [];
         response.on('data', (chunk: Buffer) => received.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(received).toString('utf8')), headers: response.headers }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            body: JSON.parse(Buffer.concat(received).toString('utf8')),
+            headers: response.headers,
+          }),
+        );
         response.on('error', reject);
       },
     );
@@ -120,7 +133,9 @@ function generatedFile(size: number): { chunks: () => AsyncIterable<Uint8Array>;
 function storedFiles(): string[] {
   const root = path.join(world.dataDir, 'files');
   if (!existsSync(root)) return [];
-  return (readdirSync(root, { recursive: true }) as string[]).filter((entry) => statSync(path.join(root, entry)).isFile());
+  return (readdirSync(root, { recursive: true }) as string[]).filter((entry) =>
+    statSync(path.join(root, entry)).isFile(),
+  );
 }
 
 // A minimal PNG: signature and IHDR chunk are what content detection reads.
@@ -148,13 +163,24 @@ describe('service request files', () => {
     expect(uploaded.headers.location).toBe(`/api/external/v1/service-requests/${request.id}/files/${uploaded.body.id}`);
 
     const text = await upload(world.api, tenantKey, request.id, [
-      { name: 'file', filename: 'notes.txt', contentType: 'text/plain; charset=utf-8', chunks: () => once('Panel dented at the lower hinge\n') },
+      {
+        name: 'file',
+        filename: 'notes.txt',
+        contentType: 'text/plain; charset=utf-8',
+        chunks: () => once('Panel dented at the lower hinge\n'),
+      },
     ]);
     expect(text.body).toMatchObject({ filename: 'notes.txt', mimeType: 'text/plain', sizeBytes: 32 });
 
     const list = await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey));
     expect(list.items).toEqual([
-      expect.objectContaining({ id: uploaded.body.id, filename: 'Door photo (1).png', mimeType: 'image/png', sizeBytes: png.length, source: 'external' }),
+      expect.objectContaining({
+        id: uploaded.body.id,
+        filename: 'Door photo (1).png',
+        mimeType: 'image/png',
+        sizeBytes: png.length,
+        source: 'external',
+      }),
       expect.objectContaining({ id: text.body.id, filename: 'notes.txt', mimeType: 'text/plain', sizeBytes: 32 }),
     ]);
 
@@ -178,11 +204,21 @@ describe('service request files', () => {
     expect(withFiles.files.map((file: Body) => file.id)).toEqual([uploaded.body.id, text.body.id]);
     expect(withFiles.history.map((entry: Body) => entry.type)).toEqual(['created', 'file_added', 'file_added']);
 
-    const deleted = await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey, { method: 'DELETE' });
+    const deleted = await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey, {
+      method: 'DELETE',
+    });
     expect(await json(deleted)).toEqual({ id: uploaded.body.id, deleted: true });
     expect(existsSync(onDisk)).toBe(false);
-    expect((await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey)).status).toBe(404);
-    expect((await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey, { method: 'DELETE' })).status).toBe(404);
+    expect(
+      (await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey)).status,
+    ).toBe(404);
+    expect(
+      (
+        await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey, {
+          method: 'DELETE',
+        })
+      ).status,
+    ).toBe(404);
     const after = await json(await world.api.external(`/service-requests/${request.id}`, tenantKey));
     expect(after.files.map((file: Body) => file.id)).toEqual([text.body.id]);
     expect(after.history.at(-1)).toMatchObject({ type: 'file_deleted', message: 'deleted file Door photo (1).png' });
@@ -201,7 +237,9 @@ describe('service request files', () => {
   it('streams a large file through without holding it in memory, and streams it back', async () => {
     const request = await createRequest(world, tenantKey, { title: 'Full inspection video' });
     // Warm up the upload and download paths so first-use allocations do not count.
-    const warm = await upload(world.api, tenantKey, request.id, [{ name: 'file', filename: 'warm.bin', chunks: () => once(randomBytes(MiB)) }]);
+    const warm = await upload(world.api, tenantKey, request.id, [
+      { name: 'file', filename: 'warm.bin', chunks: () => once(randomBytes(MiB)) },
+    ]);
     await (await world.api.external(`/service-requests/${request.id}/files/${warm.body.id}`, tenantKey)).arrayBuffer();
 
     const size = 40 * MiB;
@@ -217,9 +255,13 @@ describe('service request files', () => {
     let output: string;
     try {
       // The client runs in a process of its own: this process's memory is the API's.
-      const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', clientScript, world.api.url, tenantKey, request.id, String(size)], {
-        maxBuffer: MiB,
-      });
+      const { stdout } = await execFileAsync(
+        process.execPath,
+        ['--import', 'tsx', clientScript, world.api.url, tenantKey, request.id, String(size)],
+        {
+          maxBuffer: MiB,
+        },
+      );
       output = stdout;
     } finally {
       clearInterval(sampler);
@@ -232,7 +274,11 @@ describe('service request files', () => {
     );
 
     expect(result.upload.status, JSON.stringify(result.upload.body)).toBe(201);
-    expect(result.upload.body).toMatchObject({ sizeBytes: size, sha256: result.upload.sha256, mimeType: 'application/octet-stream' });
+    expect(result.upload.body).toMatchObject({
+      sizeBytes: size,
+      sha256: result.upload.sha256,
+      mimeType: 'application/octet-stream',
+    });
     expect(result.download).toEqual({ status: 200, sizeBytes: size, sha256: result.upload.sha256 });
     // Holding the file would add at least its size; streaming holds a few buffers only.
     expect(growth).toBeLessThan(size / 4);
@@ -243,13 +289,15 @@ describe('service request files', () => {
     const filesBefore = storedFiles();
     const eventsBefore = (await outboxEvents(world, request.id)).length;
 
-
     // Streamed without a length: refused once the limit is passed.
     const streamed = await upload(world.api, tenantKey, request.id, [
       { name: 'file', filename: 'huge.bin', chunks: generatedFile(UPLOAD_LIMIT + 1).chunks },
     ]);
     expect(streamed.status).toBe(413);
-    expect(streamed.body).toEqual({ error: `the file is larger than the upload limit of ${UPLOAD_LIMIT} bytes`, code: 'file_too_large' });
+    expect(streamed.body).toEqual({
+      error: `the file is larger than the upload limit of ${UPLOAD_LIMIT} bytes`,
+      code: 'file_too_large',
+    });
 
     // With the default limit (25 MiB) and a Content-Length beyond it: refused before reading.
     const defaults = await startTestApi(world.db.pool, world.db.url, { GANTRY_DATA_DIR: world.dataDir });
@@ -272,7 +320,9 @@ describe('service request files', () => {
     }
 
     expect(storedFiles()).toEqual(filesBefore);
-    expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual([]);
+    expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual(
+      [],
+    );
     expect((await outboxEvents(world, request.id)).length).toBe(eventsBefore);
   });
 
@@ -280,7 +330,9 @@ describe('service request files', () => {
     const request = await createRequest(world, tenantKey, { title: 'Bad uploads' });
     const filesBefore = storedFiles();
 
-    const missing = await upload(world.api, tenantKey, request.id, [{ name: 'attachment', filename: 'a.txt', chunks: () => once('a') }]);
+    const missing = await upload(world.api, tenantKey, request.id, [
+      { name: 'attachment', filename: 'a.txt', chunks: () => once('a') },
+    ]);
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ code: 'missing_file' });
     expect(missing.body.error).toContain('"file"');
@@ -319,24 +371,40 @@ describe('service request files', () => {
     }
 
     expect(storedFiles()).toEqual(filesBefore);
-    expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual([]);
+    expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual(
+      [],
+    );
     expect((await outboxEvents(world, request.id)).length).toBe(1);
   });
 
   it('keeps files inside the customer scope: another customer’s key gets 404 on upload, list, download and delete', async () => {
     const globex = await createRequest(world, tenantKey, { title: 'Globex only', customerName: 'Globex' });
-    const file = await upload(world.api, tenantKey, globex.id, [{ name: 'file', filename: 'g.txt', chunks: () => once('globex') }]);
+    const file = await upload(world.api, tenantKey, globex.id, [
+      { name: 'file', filename: 'g.txt', chunks: () => once('globex') },
+    ]);
     expect(file.status).toBe(201);
 
-    expect((await upload(world.api, acmeKey, globex.id, [{ name: 'file', filename: 'a.txt', chunks: () => once('acme') }])).status).toBe(404);
+    expect(
+      (await upload(world.api, acmeKey, globex.id, [{ name: 'file', filename: 'a.txt', chunks: () => once('acme') }]))
+        .status,
+    ).toBe(404);
     expect((await world.api.external(`/service-requests/${globex.id}/files`, acmeKey)).status).toBe(404);
-    expect((await world.api.external(`/service-requests/${globex.id}/files/${file.body.id}`, acmeKey)).status).toBe(404);
-    expect((await world.api.external(`/service-requests/${globex.id}/files/${file.body.id}`, acmeKey, { method: 'DELETE' })).status).toBe(404);
-    expect((await world.api.external(`/service-requests/${globex.id}/files/${file.body.id}`, tenantKey)).status).toBe(200);
+    expect((await world.api.external(`/service-requests/${globex.id}/files/${file.body.id}`, acmeKey)).status).toBe(
+      404,
+    );
+    expect(
+      (await world.api.external(`/service-requests/${globex.id}/files/${file.body.id}`, acmeKey, { method: 'DELETE' }))
+        .status,
+    ).toBe(404);
+    expect((await world.api.external(`/service-requests/${globex.id}/files/${file.body.id}`, tenantKey)).status).toBe(
+      200,
+    );
 
     // A customer key works on its own requests, recorded as a customer upload.
     const own = await createRequest(world, acmeKey, { title: 'Acme photo' });
-    const mine = await upload(world.api, acmeKey, own.id, [{ name: 'file', filename: 'mine.txt', chunks: () => once('acme') }]);
+    const mine = await upload(world.api, acmeKey, own.id, [
+      { name: 'file', filename: 'mine.txt', chunks: () => once('acme') },
+    ]);
     expect(mine.status).toBe(201);
     const list = await json(await world.api.external(`/service-requests/${own.id}/files`, acmeKey));
     expect(list.items).toEqual([expect.objectContaining({ id: mine.body.id, source: 'customer' })]);

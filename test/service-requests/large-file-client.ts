@@ -22,7 +22,11 @@ async function uploadFile(): Promise<{ status: number; body: unknown; sha256: st
   const write = async (chunk: Buffer) => {
     if (!request.write(chunk)) await once(request, 'drain');
   };
-  await write(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+  await write(
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="large.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    ),
+  );
   for (let sent = 0, index = 0; sent < size; index += 1) {
     const chunk = Buffer.from(block.subarray(0, Math.min(MiB, size - sent)));
     if (chunk.length >= 4) chunk.writeUInt32BE(index, 0);
@@ -35,11 +39,17 @@ async function uploadFile(): Promise<{ status: number; body: unknown; sha256: st
   const [response] = await answered;
   const parts: Buffer[] = [];
   for await (const part of response) parts.push(part as Buffer);
-  return { status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString('utf8')), sha256: hash.digest('hex') };
+  return {
+    status: response.statusCode ?? 0,
+    body: JSON.parse(Buffer.concat(parts).toString('utf8')),
+    sha256: hash.digest('hex'),
+  };
 }
 
 async function downloadFile(fileId: string): Promise<{ status: number; sizeBytes: number; sha256: string }> {
-  const request = http.get(`${baseUrl}/api/external/v1/service-requests/${requestId}/files/${fileId}`, { headers: { 'X-API-Key': key } });
+  const request = http.get(`${baseUrl}/api/external/v1/service-requests/${requestId}/files/${fileId}`, {
+    headers: { 'X-API-Key': key },
+  });
   const [response] = (await once(request, 'response')) as [http.IncomingMessage];
   const hash = createHash('sha256');
   let sizeBytes = 0;

@@ -43,13 +43,19 @@ async function cancel(key: string, id: string, body: unknown) {
 }
 
 async function eventCount(): Promise<number> {
-  const { rows } = await world.db.pool.query('SELECT count(*)::int AS n FROM webhook_events WHERE tenant_id = $1', [world.tenant.tenantId]);
+  const { rows } = await world.db.pool.query('SELECT count(*)::int AS n FROM webhook_events WHERE tenant_id = $1', [
+    world.tenant.tenantId,
+  ]);
   return rows[0].n as number;
 }
 
 describe('creating a service request', () => {
   it('needs only a title and fills the defaults: category other, priority normal, status new, a display code, a created entry', async () => {
-    const response = await world.api.external('/service-requests', tenantKey, jsonInit('POST', { title: '  Hydraulic leak on RS 4  ' }));
+    const response = await world.api.external(
+      '/service-requests',
+      tenantKey,
+      jsonInit('POST', { title: '  Hydraulic leak on RS 4  ' }),
+    );
     const created = await json(response);
     expect(response.status).toBe(201);
     expect(response.headers.get('location')).toBe(`/api/external/v1/service-requests/${created.id}`);
@@ -61,7 +67,15 @@ describe('creating a service request', () => {
       status: 'new',
       source: 'external',
       assetId: null,
-      asset: { id: '00000000-0000-0000-0000-000000000000', identifier: '', name: '', displayCode: '', assetType: '', location: '', customerName: '' },
+      asset: {
+        id: '00000000-0000-0000-0000-000000000000',
+        identifier: '',
+        name: '',
+        displayCode: '',
+        assetType: '',
+        location: '',
+        customerName: '',
+      },
       assignedTo: {},
       customerName: '',
       resolution: '',
@@ -73,13 +87,25 @@ describe('creating a service request', () => {
     });
     expect(created.displayCode).toMatch(/^SR-\d{6}$/);
     expect(created.history).toEqual([
-      expect.objectContaining({ type: 'created', fromStatus: '', toStatus: 'new', source: 'external', actorName: 'tenant key' }),
+      expect.objectContaining({
+        type: 'created',
+        fromStatus: '',
+        toStatus: 'new',
+        source: 'external',
+        actorName: 'tenant key',
+      }),
     ]);
 
     const events = await outboxEvents(world, created.id);
     expect(events).toHaveLength(1);
     expect(events[0]!.event_type).toBe('service_request.created');
-    expect(events[0]!.data).toMatchObject({ id: created.id, title: 'Hydraulic leak on RS 4', status: 'new', priority: 'normal', customerName: '' });
+    expect(events[0]!.data).toMatchObject({
+      id: created.id,
+      title: 'Hydraulic leak on RS 4',
+      status: 'new',
+      priority: 'normal',
+      customerName: '',
+    });
     expect(events[0]!.data.displayCode).toBe(created.displayCode);
     expect(events[0]!.data).not.toHaveProperty('files');
     expect(events[0]!.data).not.toHaveProperty('history');
@@ -152,7 +178,11 @@ describe('creating a service request', () => {
       expect(answer.body.error).toContain(field);
       expect(answer.body.code).toBeTypeOf('string');
     }
-    const notJson = await world.api.external('/service-requests', tenantKey, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":' });
+    const notJson = await world.api.external('/service-requests', tenantKey, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"title":',
+    });
     expect(notJson.status).toBe(400);
     expect(await eventCount()).toBe(before);
   });
@@ -177,20 +207,35 @@ describe('creating a service request', () => {
     const before = await eventCount();
     for (const status of ['resolved', 'closed']) {
       expect((await post(tenantKey, { title: 'x', status })).body.code).toBe('resolution_required');
-      expect((await post(tenantKey, { title: 'x', status, resolution: '   ', resolutionReviewed: true })).body.code).toBe('resolution_required');
+      expect(
+        (await post(tenantKey, { title: 'x', status, resolution: '   ', resolutionReviewed: true })).body.code,
+      ).toBe('resolution_required');
       const unreviewed = await post(tenantKey, { title: 'x', status, resolution: 'Replaced the hose' });
       expect(unreviewed.status).toBe(400);
       expect(unreviewed.body.code).toBe('resolution_not_reviewed');
-      expect((await post(tenantKey, { title: 'x', status, resolution: 'Replaced the hose', resolutionReviewed: false })).status).toBe(400);
+      expect(
+        (await post(tenantKey, { title: 'x', status, resolution: 'Replaced the hose', resolutionReviewed: false }))
+          .status,
+      ).toBe(400);
     }
     expect(await eventCount()).toBe(before);
 
-    const resolved = await createRequest(world, tenantKey, { title: 'fixed on site', status: 'resolved', resolution: 'Replaced the hose', resolutionReviewed: true });
+    const resolved = await createRequest(world, tenantKey, {
+      title: 'fixed on site',
+      status: 'resolved',
+      resolution: 'Replaced the hose',
+      resolutionReviewed: true,
+    });
     expect(resolved).toMatchObject({ status: 'resolved', resolution: 'Replaced the hose', closedAt: null });
     expect(resolved.resolvedAt).toBe(resolved.createdAt);
     expect(resolved.history[0]).toMatchObject({ type: 'created', fromStatus: '', toStatus: 'resolved' });
 
-    const closed = await createRequest(world, tenantKey, { title: 'done', status: 'closed', resolution: 'Cleaned', resolutionReviewed: true });
+    const closed = await createRequest(world, tenantKey, {
+      title: 'done',
+      status: 'closed',
+      resolution: 'Cleaned',
+      resolutionReviewed: true,
+    });
     expect(closed).toMatchObject({ status: 'closed', resolution: 'Cleaned' });
     expect(closed.closedAt).toBe(closed.createdAt);
     expect(closed.resolvedAt).toBe(closed.createdAt);
@@ -224,7 +269,9 @@ describe('customer-scoped keys', () => {
     const created = await createRequest(world, acmeKey, { title: 'Door will not close' });
     expect(created).toMatchObject({ customerName: 'Acme', source: 'customer' });
     expect(created.history[0]).toMatchObject({ source: 'customer', actorName: 'Acme key' });
-    expect((await createRequest(world, acmeKey, { title: 'same name', customerName: 'Acme' })).customerName).toBe('Acme');
+    expect((await createRequest(world, acmeKey, { title: 'same name', customerName: 'Acme' })).customerName).toBe(
+      'Acme',
+    );
 
     const other = await post(acmeKey, { title: 'for someone else', customerName: 'Globex' });
     expect(other.status).toBe(403);
@@ -283,14 +330,44 @@ describe('listing service requests', () => {
     key = lister.tenant.tenantKey;
     const asset = await createAsset(lister, 'LIST-1', 'Acme');
     const specs: [string, Record<string, unknown>][] = [
-      ['leak', { title: 'Hydraulic leak', category: 'defect', priority: 'urgent', customerName: 'Acme', assetId: asset.id, externalRef: 'EXT-100%' }],
-      ['service', { title: 'Annual service', category: 'maintenance_request', priority: 'normal', customerName: 'Acme' }],
-      ['cleaning', { title: 'Cab cleaning', category: 'cleaning', priority: 'low', customerName: 'Globex', externalRef: 'GLX-7' }],
-      ['safety', { title: 'Missing fire extinguisher', category: 'safety', priority: 'high', customerName: 'Globex', status: 'triaged' }],
+      [
+        'leak',
+        {
+          title: 'Hydraulic leak',
+          category: 'defect',
+          priority: 'urgent',
+          customerName: 'Acme',
+          assetId: asset.id,
+          externalRef: 'EXT-100%',
+        },
+      ],
+      [
+        'service',
+        { title: 'Annual service', category: 'maintenance_request', priority: 'normal', customerName: 'Acme' },
+      ],
+      [
+        'cleaning',
+        { title: 'Cab cleaning', category: 'cleaning', priority: 'low', customerName: 'Globex', externalRef: 'GLX-7' },
+      ],
+      [
+        'safety',
+        {
+          title: 'Missing fire extinguisher',
+          category: 'safety',
+          priority: 'high',
+          customerName: 'Globex',
+          status: 'triaged',
+        },
+      ],
     ];
     for (const [name, body] of specs) ids[name] = (await createRequest(lister, key, body)).id;
     // Spread creation times over known days.
-    const days: Record<string, string> = { leak: '2026-03-01T10:00:00Z', service: '2026-03-02T10:00:00Z', cleaning: '2026-03-03T10:00:00Z', safety: '2026-03-04T10:00:00Z' };
+    const days: Record<string, string> = {
+      leak: '2026-03-01T10:00:00Z',
+      service: '2026-03-02T10:00:00Z',
+      cleaning: '2026-03-03T10:00:00Z',
+      safety: '2026-03-04T10:00:00Z',
+    };
     for (const [name, at] of Object.entries(days)) {
       await lister.db.pool.query('UPDATE service_requests SET created_at = $2 WHERE id = $1', [ids[name], at]);
     }
@@ -311,7 +388,12 @@ describe('listing service requests', () => {
     const body = await json(response);
     expect(body.paging).toEqual({ limit: 100, offset: 0 });
     expect(body.scope).toEqual({ customerName: null, customerScoped: false });
-    expect(body.items.map((item: Body) => item.title)).toEqual(['Missing fire extinguisher', 'Cab cleaning', 'Annual service', 'Hydraulic leak']);
+    expect(body.items.map((item: Body) => item.title)).toEqual([
+      'Missing fire extinguisher',
+      'Cab cleaning',
+      'Annual service',
+      'Hydraulic leak',
+    ]);
     expect(body.items[3].history[0].type).toBe('created');
   });
 
@@ -330,7 +412,8 @@ describe('listing service requests', () => {
     expect(await titles('?q=glx-7')).toEqual(['Cab cleaning']);
     expect(await titles('?q=100%25')).toEqual(['Hydraulic leak']);
     expect(await titles('?q=%25')).toEqual(['Hydraulic leak']);
-    const code = (await lister.db.pool.query('SELECT display_code FROM service_requests WHERE id = $1', [ids.service])).rows[0].display_code;
+    const code = (await lister.db.pool.query('SELECT display_code FROM service_requests WHERE id = $1', [ids.service]))
+      .rows[0].display_code;
     expect(await titles(`?q=${code.toLowerCase()}`)).toEqual(['Annual service']);
   });
 
@@ -364,7 +447,11 @@ describe('listing service requests', () => {
 
 describe('updating a service request', () => {
   it('records field changes with their old and new values, a comment as its own entry, and writes one updated event', async () => {
-    const created = await createRequest(world, tenantKey, { title: 'Seat belt frayed', priority: 'normal', metadata: { a: 1 } });
+    const created = await createRequest(world, tenantKey, {
+      title: 'Seat belt frayed',
+      priority: 'normal',
+      metadata: { a: 1 },
+    });
     const answer = await patchRequest(world, tenantKey, created.id, {
       priority: 'high',
       title: 'Seat belt frayed (driver side)',
@@ -373,7 +460,12 @@ describe('updating a service request', () => {
       comment: 'Parts ordered',
     });
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ priority: 'high', title: 'Seat belt frayed (driver side)', dueAt: '2026-11-20T12:00:00.000Z', metadata: { a: 2 } });
+    expect(answer.body).toMatchObject({
+      priority: 'high',
+      title: 'Seat belt frayed (driver side)',
+      dueAt: '2026-11-20T12:00:00.000Z',
+      metadata: { a: 2 },
+    });
     const [createdEntry, updatedEntry, commentEntry] = answer.body.history;
     expect(createdEntry.type).toBe('created');
     expect(updatedEntry).toMatchObject({
@@ -393,7 +485,13 @@ describe('updating a service request', () => {
 
     const events = await outboxEvents(world, created.id);
     expect(events.map((event) => event.event_type)).toEqual(['service_request.created', 'service_request.updated']);
-    expect(events[1]!.data).toMatchObject({ id: created.id, title: 'Seat belt frayed (driver side)', priority: 'high', status: 'new', comment: 'Parts ordered' });
+    expect(events[1]!.data).toMatchObject({
+      id: created.id,
+      title: 'Seat belt frayed (driver side)',
+      priority: 'high',
+      status: 'new',
+      comment: 'Parts ordered',
+    });
     expect(events[1]!.data.changes.priority).toEqual({ from: 'normal', to: 'high' });
 
     // Clearing dueAt and unlinking the asset with null.
@@ -416,14 +514,29 @@ describe('updating a service request', () => {
   it('moves status by the table, recording fromStatus/toStatus, and sets and clears resolvedAt/closedAt', async () => {
     const created = await createRequest(world, tenantKey, { title: 'Lifecycle' });
     const triaged = await patchRequest(world, tenantKey, created.id, { status: 'triaged' });
-    expect(triaged.body.history.at(-1)).toMatchObject({ type: 'status_changed', fromStatus: 'new', toStatus: 'triaged' });
+    expect(triaged.body.history.at(-1)).toMatchObject({
+      type: 'status_changed',
+      fromStatus: 'new',
+      toStatus: 'triaged',
+    });
 
-    const resolved = await patchRequest(world, tenantKey, created.id, { status: 'resolved', resolution: 'Adjusted the valve', resolutionReviewed: true });
+    const resolved = await patchRequest(world, tenantKey, created.id, {
+      status: 'resolved',
+      resolution: 'Adjusted the valve',
+      resolutionReviewed: true,
+    });
     expect(resolved.status).toBe(200);
     expect(resolved.body).toMatchObject({ status: 'resolved', resolution: 'Adjusted the valve', closedAt: null });
     expect(resolved.body.resolvedAt).not.toBeNull();
-    expect(resolved.body.history.at(-2)).toMatchObject({ type: 'updated', changes: { resolution: { from: '', to: 'Adjusted the valve' } } });
-    expect(resolved.body.history.at(-1)).toMatchObject({ type: 'status_changed', fromStatus: 'triaged', toStatus: 'resolved' });
+    expect(resolved.body.history.at(-2)).toMatchObject({
+      type: 'updated',
+      changes: { resolution: { from: '', to: 'Adjusted the valve' } },
+    });
+    expect(resolved.body.history.at(-1)).toMatchObject({
+      type: 'status_changed',
+      fromStatus: 'triaged',
+      toStatus: 'resolved',
+    });
 
     // Closing a resolved request: the recorded resolution counts, the review must be confirmed.
     const unreviewed = await patchRequest(world, tenantKey, created.id, { status: 'closed' });
@@ -446,7 +559,11 @@ describe('updating a service request', () => {
     expect(again.body.code).toBe('resolution_not_reviewed');
 
     const direct = await createRequest(world, tenantKey, { title: 'closed from work', status: 'in_progress' });
-    const closedDirect = await patchRequest(world, tenantKey, direct.id, { status: 'closed', resolution: 'Swapped the unit', resolutionReviewed: true });
+    const closedDirect = await patchRequest(world, tenantKey, direct.id, {
+      status: 'closed',
+      resolution: 'Swapped the unit',
+      resolutionReviewed: true,
+    });
     expect(closedDirect.body.resolvedAt).toBe(closedDirect.body.closedAt);
 
     const events = await outboxEvents(world, created.id);
@@ -464,15 +581,26 @@ describe('updating a service request', () => {
   it('applies the resolution rules on update: missing or blank resolution, unreviewed, and a resolved request keeping its resolution', async () => {
     const created = await createRequest(world, tenantKey, { title: 'Rules' });
     for (const status of ['resolved', 'closed']) {
-      expect((await patchRequest(world, tenantKey, created.id, { status, resolutionReviewed: true })).body.code).toBe('resolution_required');
-      expect((await patchRequest(world, tenantKey, created.id, { status, resolution: ' ', resolutionReviewed: true })).body.code).toBe('resolution_required');
-      expect((await patchRequest(world, tenantKey, created.id, { status, resolution: 'Done' })).body.code).toBe('resolution_not_reviewed');
+      expect((await patchRequest(world, tenantKey, created.id, { status, resolutionReviewed: true })).body.code).toBe(
+        'resolution_required',
+      );
+      expect(
+        (await patchRequest(world, tenantKey, created.id, { status, resolution: ' ', resolutionReviewed: true })).body
+          .code,
+      ).toBe('resolution_required');
+      expect((await patchRequest(world, tenantKey, created.id, { status, resolution: 'Done' })).body.code).toBe(
+        'resolution_not_reviewed',
+      );
     }
     const unchanged = await get(tenantKey, `/service-requests/${created.id}`);
     expect(unchanged.body).toMatchObject({ status: 'new', resolution: '' });
     expect(unchanged.body.history).toHaveLength(1);
 
-    await patchRequest(world, tenantKey, created.id, { status: 'resolved', resolution: 'Done', resolutionReviewed: true });
+    await patchRequest(world, tenantKey, created.id, {
+      status: 'resolved',
+      resolution: 'Done',
+      resolutionReviewed: true,
+    });
     const blanked = await patchRequest(world, tenantKey, created.id, { resolution: '' });
     expect(blanked.status).toBe(400);
     expect(blanked.body.code).toBe('resolution_required');
@@ -489,8 +617,12 @@ describe('updating a service request', () => {
   });
 
   it('answers 404 for an unknown id and 400 for a malformed one', async () => {
-    expect((await patchRequest(world, tenantKey, '00000000-0000-4000-8000-000000000000', { title: 'x' })).status).toBe(404);
-    expect((await get(tenantKey, '/service-requests/00000000-0000-4000-8000-000000000000')).body.code).toBe('service_request_not_found');
+    expect((await patchRequest(world, tenantKey, '00000000-0000-4000-8000-000000000000', { title: 'x' })).status).toBe(
+      404,
+    );
+    expect((await get(tenantKey, '/service-requests/00000000-0000-4000-8000-000000000000')).body.code).toBe(
+      'service_request_not_found',
+    );
     const malformed = await get(tenantKey, '/service-requests/123');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toContain('id');
@@ -509,9 +641,14 @@ describe('cancelling a service request', () => {
     const unknownDuplicate = await cancel(tenantKey, created.id, { reason: 'dup', duplicateOf: 'SR-999999' });
     expect(unknownDuplicate.status).toBe(400);
     expect(unknownDuplicate.body.code).toBe('unknown_duplicate');
-    expect((await cancel(tenantKey, created.id, { reason: 'dup', duplicateOf: created.id })).body.code).toBe('invalid_duplicate');
+    expect((await cancel(tenantKey, created.id, { reason: 'dup', duplicateOf: created.id })).body.code).toBe(
+      'invalid_duplicate',
+    );
 
-    const answer = await cancel(tenantKey, created.id, { reason: 'Reported twice', duplicateOf: original.displayCode.toLowerCase() });
+    const answer = await cancel(tenantKey, created.id, {
+      reason: 'Reported twice',
+      duplicateOf: original.displayCode.toLowerCase(),
+    });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ id: created.id, cancelled: true });
 
@@ -524,18 +661,36 @@ describe('cancelling a service request', () => {
       message: 'Reported twice',
       changes: { reason: 'Reported twice', duplicateOf: { id: original.id, displayCode: original.displayCode } },
     });
-    const stored = await world.db.pool.query('SELECT cancel_reason, duplicate_of, cancelled_at FROM service_requests WHERE id = $1', [created.id]);
+    const stored = await world.db.pool.query(
+      'SELECT cancel_reason, duplicate_of, cancelled_at FROM service_requests WHERE id = $1',
+      [created.id],
+    );
     expect(stored.rows[0]).toMatchObject({ cancel_reason: 'Reported twice', duplicate_of: original.id });
     expect(stored.rows[0].cancelled_at).toBeInstanceOf(Date);
 
     const events = await outboxEvents(world, created.id);
     expect(events.map((event) => event.event_type)).toEqual(['service_request.created', 'service_request.cancelled']);
-    expect(events[1]!.data).toMatchObject({ id: created.id, status: 'cancelled', cancelReason: 'Reported twice', duplicateOf: { id: original.id } });
+    expect(events[1]!.data).toMatchObject({
+      id: created.id,
+      status: 'cancelled',
+      cancelReason: 'Reported twice',
+      duplicateOf: { id: original.id },
+    });
   });
 
   it('refuses to cancel a resolved, closed or already cancelled request (409) and leaves it as it was', async () => {
-    const resolved = await createRequest(world, tenantKey, { title: 'r', status: 'resolved', resolution: 'ok', resolutionReviewed: true });
-    const closed = await createRequest(world, tenantKey, { title: 'c', status: 'closed', resolution: 'ok', resolutionReviewed: true });
+    const resolved = await createRequest(world, tenantKey, {
+      title: 'r',
+      status: 'resolved',
+      resolution: 'ok',
+      resolutionReviewed: true,
+    });
+    const closed = await createRequest(world, tenantKey, {
+      title: 'c',
+      status: 'closed',
+      resolution: 'ok',
+      resolutionReviewed: true,
+    });
     const cancelled = await createRequest(world, tenantKey, { title: 'x' });
     expect((await cancel(tenantKey, cancelled.id, { reason: 'first' })).status).toBe(200);
     for (const [request, status] of [
@@ -547,9 +702,11 @@ describe('cancelling a service request', () => {
       expect(answer.status).toBe(409);
       expect(answer.body.error).toContain(status);
       expect((await get(tenantKey, `/service-requests/${request.id}`)).body.status).toBe(status);
-      expect((await outboxEvents(world, request.id)).map((event) => event.event_type).filter((type) => type.endsWith('cancelled')).length).toBe(
-        status === 'cancelled' ? 1 : 0,
-      );
+      expect(
+        (await outboxEvents(world, request.id))
+          .map((event) => event.event_type)
+          .filter((type) => type.endsWith('cancelled')).length,
+      ).toBe(status === 'cancelled' ? 1 : 0);
     }
     // A reopened request can be cancelled again.
     const reopened = await patchRequest(world, tenantKey, resolved.id, { status: 'reopened' });

@@ -16,7 +16,11 @@ export interface ServiceRequestWorld {
   close(): Promise<void>;
 }
 
-export async function startWorld(label: string, customers: string[] = ['Acme', 'Globex'], env: Record<string, string> = {}): Promise<ServiceRequestWorld> {
+export async function startWorld(
+  label: string,
+  customers: string[] = ['Acme', 'Globex'],
+  env: Record<string, string> = {},
+): Promise<ServiceRequestWorld> {
   const db = await createTestDatabase(label);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-sr-'));
   // These tests make many calls in a row; the rate limit is not what they test.
@@ -57,7 +61,11 @@ export function jsonInit(method: string, body: unknown, headers: Record<string, 
 export type Body = any;
 
 /** POST /service-requests, expecting 201. */
-export async function createRequest(world: ServiceRequestWorld, key: string, body: Record<string, unknown>): Promise<Body> {
+export async function createRequest(
+  world: ServiceRequestWorld,
+  key: string,
+  body: Record<string, unknown>,
+): Promise<Body> {
   const response = await world.api.external('/service-requests', key, jsonInit('POST', body));
   const created = await json(response);
   expect(response.status, JSON.stringify(created)).toBe(201);
@@ -71,7 +79,10 @@ export async function patchRequest(world: ServiceRequestWorld, key: string, id: 
 }
 
 /** The outbox events written for one service request, oldest first. */
-export async function outboxEvents(world: ServiceRequestWorld, entityId: string): Promise<{ event_type: string; data: Body }[]> {
+export async function outboxEvents(
+  world: ServiceRequestWorld,
+  entityId: string,
+): Promise<{ event_type: string; data: Body }[]> {
   const { rows } = await world.db.pool.query(
     'SELECT event_type, data FROM webhook_events WHERE entity_id = $1 ORDER BY created_at, id',
     [entityId],

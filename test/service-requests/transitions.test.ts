@@ -1,11 +1,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json } from '../support/api.ts';
-import { createRequest, jsonInit, outboxEvents, patchRequest, startWorld, type Body, type ServiceRequestWorld } from './support.ts';
+import {
+  createRequest,
+  jsonInit,
+  outboxEvents,
+  patchRequest,
+  startWorld,
+  type Body,
+  type ServiceRequestWorld,
+} from './support.ts';
 
 // Every (from, to) pair of statuses through PATCH, against DESIGN §4's table written out
 // here independently of the code.
 
-const statuses = ['new', 'reopened', 'triaged', 'in_progress', 'waiting_customer', 'resolved', 'closed', 'cancelled'] as const;
+const statuses = [
+  'new',
+  'reopened',
+  'triaged',
+  'in_progress',
+  'waiting_customer',
+  'resolved',
+  'closed',
+  'cancelled',
+] as const;
 type Status = (typeof statuses)[number];
 
 const table: Record<Status, Status[]> = {
@@ -43,7 +60,11 @@ async function requestIn(status: Status): Promise<Body> {
     }
     case 'cancelled': {
       const created = await createRequest(world, key, { title: 'to cancel' });
-      const response = await world.api.external(`/service-requests/${created.id}/cancel`, key, jsonInit('POST', { reason: 'test' }));
+      const response = await world.api.external(
+        `/service-requests/${created.id}/cancel`,
+        key,
+        jsonInit('POST', { reason: 'test' }),
+      );
       expect(response.status).toBe(200);
       return { ...created, status: 'cancelled' };
     }
@@ -66,7 +87,8 @@ describe('service request status transitions (DESIGN §4)', () => {
         const answer = await patchRequest(world, key, subject.id, { status: to, ...resolutionFields });
         expect(answer.status, `${from} → ${to}`).toBe(409);
         expect(answer.body.code).toBe('invalid_transition');
-        if (to !== 'cancelled' && from !== 'cancelled') expect(answer.body.error).toContain(`allowed from ${from}: ${table[from].join(', ')}`);
+        if (to !== 'cancelled' && from !== 'cancelled')
+          expect(answer.body.error).toContain(`allowed from ${from}: ${table[from].join(', ')}`);
       }
       const untouched = await json(await world.api.external(`/service-requests/${subject.id}`, key));
       expect(untouched.status).toBe(from);

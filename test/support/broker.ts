@@ -47,8 +47,12 @@ function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
 
 function mosquittoUser(): { uid: number; gid: number } | null {
   try {
-    const uid = Number(execFileSync('id', ['-u', 'mosquitto'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-    const gid = Number(execFileSync('id', ['-g', 'mosquitto'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    const uid = Number(
+      execFileSync('id', ['-u', 'mosquitto'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(),
+    );
+    const gid = Number(
+      execFileSync('id', ['-g', 'mosquitto'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(),
+    );
     return { uid, gid };
   } catch {
     return null;

@@ -19,14 +19,18 @@ export function availableStorageModes(): StorageMode[] {
 }
 
 function assertTestName(name: string): void {
-  if (!/test/.test(name) || !/^[a-z0-9_]+$/.test(name)) throw new Error(`refusing to touch database "${name}": not a test database`);
+  if (!/test/.test(name) || !/^[a-z0-9_]+$/.test(name))
+    throw new Error(`refusing to touch database "${name}": not a test database`);
 }
 
 /** A fresh database cloned from the migrated template of the given mode. */
 export async function createTestDatabase(label: string, mode: StorageMode = 'postgres'): Promise<TestDatabase> {
   const template = inject('templates')[mode];
   if (!template) throw new Error(`no ${mode} template: this server cannot run ${mode} mode`);
-  const name = `gantry_${label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 30)}_${randomBytes(3).toString('hex')}_test`;
+  const name = `gantry_${label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .slice(0, 30)}_${randomBytes(3).toString('hex')}_test`;
   assertTestName(name);
   // Cloning fails while another session clones the same template (SQLSTATE 55006, other
   // test files or other runs on this server); wait for it to finish and try again.

@@ -14,13 +14,19 @@ export interface TenantFixture {
 }
 
 /** A tenant with a tenant-wide key and one customer-scoped key per customer name. */
-export async function createTenantWithKeys(pool: Pool, customers: string[] = [], name = 'Test tenant'): Promise<TenantFixture> {
+export async function createTenantWithKeys(
+  pool: Pool,
+  customers: string[] = [],
+  name = 'Test tenant',
+): Promise<TenantFixture> {
   const deps = provisioner(pool);
   const tenant = await provisioning.createTenant(deps, { name });
   const tenantKey = await provisioning.createApiKey(deps, tenant.id, { name: 'tenant key' });
   const customerKeys: Record<string, string> = {};
   for (const customerName of customers) {
-    customerKeys[customerName] = (await provisioning.createApiKey(deps, tenant.id, { name: `${customerName} key`, customerName })).key;
+    customerKeys[customerName] = (
+      await provisioning.createApiKey(deps, tenant.id, { name: `${customerName} key`, customerName })
+    ).key;
   }
   return { tenantId: tenant.id, tenantKey: tenantKey.key, customerKeys };
 }

@@ -45,7 +45,9 @@ async function ensureTemplate(admin: pg.Client, mode: StorageMode, fingerprint: 
         // Templates must not carry scheduled jobs that fire inside every clone at once.
         const client = new pg.Client({ connectionString: withDatabase(serverUrl(), building) });
         await client.connect();
-        await client.query(`SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`);
+        await client.query(
+          `SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`,
+        );
         await client.end();
       }
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);

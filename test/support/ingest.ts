@@ -22,7 +22,11 @@ export interface ProvisionedFleet {
 }
 
 /** A tenant with one asset and one enabled device per id, through the provisioning service. */
-export async function provisionFleet(pool: Pool, deviceIds: string[], tenantName = 'Ingest test terminal'): Promise<ProvisionedFleet> {
+export async function provisionFleet(
+  pool: Pool,
+  deviceIds: string[],
+  tenantName = 'Ingest test terminal',
+): Promise<ProvisionedFleet> {
   const deps = { pool, outbox: createOutbox({ maxAttempts: 3 }) };
   const tenant = await provisioning.createTenant(deps, { name: tenantName });
   const type = await provisioning.createAssetType(deps, tenant.id, { name: 'Straddle carrier' });
@@ -40,8 +44,15 @@ export async function provisionFleet(pool: Pool, deviceIds: string[], tenantName
 }
 
 /** The same as provisionFleet for hundreds of devices: one tenant, one asset per device, in two statements. */
-export async function provisionFleetBulk(pool: Pool, deviceIds: string[], tenantName = 'Ingest load terminal'): Promise<ProvisionedFleet> {
-  const tenant = await provisioning.createTenant({ pool, outbox: createOutbox({ maxAttempts: 3 }) }, { name: tenantName });
+export async function provisionFleetBulk(
+  pool: Pool,
+  deviceIds: string[],
+  tenantName = 'Ingest load terminal',
+): Promise<ProvisionedFleet> {
+  const tenant = await provisioning.createTenant(
+    { pool, outbox: createOutbox({ maxAttempts: 3 }) },
+    { name: tenantName },
+  );
   const { rows: assets } = await pool.query<{ id: string; identifier: string }>(
     `INSERT INTO assets (tenant_id, name, identifier) SELECT $1, 'Machine ' || id, id FROM unnest($2::text[]) AS id RETURNING id, identifier`,
     [tenant.id, deviceIds],
@@ -99,7 +110,12 @@ export async function startTestIngest(options: {
  * Polls until `read` returns a value `done` accepts, and returns it; throws with the
  * last value after `timeoutMs` (a hang guard, not a timing assertion).
  */
-export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000, label = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 60_000,
+  label = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();

@@ -113,7 +113,8 @@ export async function spawnService(name: ServiceName, options: SpawnServiceOptio
 
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited before it was ready: ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${name} exited before it was ready: ${stderr}`);
     const status = await fetch(`${url}/healthz`).then(
       (response) => response.status,
       () => 0,
@@ -121,7 +122,9 @@ export async function spawnService(name: ServiceName, options: SpawnServiceOptio
     if (status === 200) return service;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`${name} was not ready within ${options.readyTimeoutMs ?? 60_000} ms (last /healthz ${status}): ${stderr}`);
+      throw new Error(
+        `${name} was not ready within ${options.readyTimeoutMs ?? 60_000} ms (last /healthz ${status}): ${stderr}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

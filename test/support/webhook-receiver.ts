@@ -56,7 +56,14 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       } catch {
         parsed = undefined;
       }
-      const record: ReceivedWebhook = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, json: parsed, answeredStatus: null };
+      const record: ReceivedWebhook = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        json: parsed,
+        answeredStatus: null,
+      };
       const index = requests.push(record) - 1;
       const decision = behaviour(record, index);
       if (decision === 'hang') {
@@ -96,7 +103,9 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`receiver: still waiting for ${what} after ${waitMs} ms (${requests.length} requests so far)`));
+          reject(
+            new Error(`receiver: still waiting for ${what} after ${waitMs} ms (${requests.length} requests so far)`),
+          );
         }, waitMs);
         const cleanup = () => {
           clearTimeout(timer);

@@ -1,12 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookEventTypes } from '@gantry/contracts';
-import { badMessageCases, createPublisher, destination, publishMessages, type LatLon, type MachineTruth, type SimulatedMessage } from '@gantry/simulator';
+import {
+  badMessageCases,
+  createPublisher,
+  destination,
+  publishMessages,
+  type LatLon,
+  type MachineTruth,
+  type SimulatedMessage,
+} from '@gantry/simulator';
 import { startTestBroker, type TestBroker } from '../support/broker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { killAllServices, spawnService, type ServiceProcess } from '../support/processes.ts';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { addFigures, callJson, DAY, figuresOf, HOUR, ScriptedMachine, validSignature, waitUntil, zeroFigures, type Figures } from './support.ts';
+import {
+  addFigures,
+  callJson,
+  DAY,
+  figuresOf,
+  HOUR,
+  ScriptedMachine,
+  validSignature,
+  waitUntil,
+  zeroFigures,
+  type Figures,
+} from './support.ts';
 
 // Gantry as one system: api, ingest and worker as their own processes (standalone entry
 // points) on a fresh database and a broker of this file's own; everything provisioned
@@ -40,7 +59,8 @@ const zoneBox = {
   minLon: ZONE_CENTRE.lon - ZONE_HALF_M / (111_320 * Math.cos((ZONE_CENTRE.lat * Math.PI) / 180)),
   maxLon: ZONE_CENTRE.lon + ZONE_HALF_M / (111_320 * Math.cos((ZONE_CENTRE.lat * Math.PI) / 180)),
 };
-const inZone = (lat: number, lon: number) => lat >= zoneBox.minLat && lat <= zoneBox.maxLat && lon >= zoneBox.minLon && lon <= zoneBox.maxLon;
+const inZone = (lat: number, lon: number) =>
+  lat >= zoneBox.minLat && lat <= zoneBox.maxLat && lon >= zoneBox.minLon && lon <= zoneBox.maxLon;
 
 let broker: TestBroker;
 let db: TestDatabase;
@@ -54,7 +74,10 @@ interface Provisioned {
   acmeKeyName: string;
   secret: string;
   subscriptionId: string;
-  assets: Record<'a' | 'b' | 'c' | 'spare', { id: string; name: string; identifier: string; customerName: string; deviceId: string | null }>;
+  assets: Record<
+    'a' | 'b' | 'c' | 'spare',
+    { id: string; name: string; identifier: string; customerName: string; deviceId: string | null }
+  >;
   geofenceId: string;
   inspections: Array<{ id: string; assetKey: 'a' | 'b' | 'c'; status: string }>;
   reports: Array<{ id: string; inspectionId: string; impact: string; outcome: string }>;
@@ -82,7 +105,8 @@ async function admin(path: string, json?: unknown) {
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
     json,
   });
-  if (response.status !== 201 && response.status !== 200) throw new Error(`admin ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+  if (response.status !== 201 && response.status !== 200)
+    throw new Error(`admin ${path}: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body;
 }
 
@@ -105,11 +129,15 @@ async function get(path: string, key = p.tenantKey) {
  * hourmeter values in whole seconds, session seconds as integers. Counts are exact.
  */
 const near = (actual: number, expected: number, what: string) =>
-  expect(Math.abs(actual - expected), `${what}: ${actual} vs truth ${expected}`).toBeLessThanOrEqual(Math.max(1, Math.abs(expected) * 0.01));
+  expect(Math.abs(actual - expected), `${what}: ${actual} vs truth ${expected}`).toBeLessThanOrEqual(
+    Math.max(1, Math.abs(expected) * 0.01),
+  );
 
 /** Percentages are rounded to 2 decimals: 1 % of the truth, at least 0.02 points. */
 const nearPercent = (actual: number, expected: number, what: string) =>
-  expect(Math.abs(actual - expected), `${what}: ${actual} vs truth ${expected}`).toBeLessThanOrEqual(Math.max(0.02, Math.abs(expected) * 0.01));
+  expect(Math.abs(actual - expected), `${what}: ${actual} vs truth ${expected}`).toBeLessThanOrEqual(
+    Math.max(0.02, Math.abs(expected) * 0.01),
+  );
 
 async function provision(): Promise<Provisioned> {
   const tenant = await admin('/tenants', { name: 'System test terminal' });
@@ -133,14 +161,46 @@ async function provision(): Promise<Provisioned> {
       deviceId = `sys-${RUN}-${key}`;
       await admin(`${t}/devices`, { deviceId, assetId: created.id, displayName: `${created.name} tracker` });
     }
-    return [key, { id: created.id, name: created.name, identifier: created.identifier, customerName: created.customerName, deviceId }] as const;
+    return [
+      key,
+      {
+        id: created.id,
+        name: created.name,
+        identifier: created.identifier,
+        customerName: created.customerName,
+        deviceId,
+      },
+    ] as const;
   };
   const assets = Object.fromEntries([
-    await asset('a', { name: 'SC 01', identifier: 'SC-01', assetType: 'Straddle carrier', customerName: 'Acme', location: 'Quay 1' }, true),
-    await asset('b', { name: 'SC 02', identifier: 'SC-02', assetType: 'Straddle carrier', customerName: 'Globex', location: 'Quay 2' }, true),
-    await asset('c', { name: 'RS 01', identifier: 'RS-01', assetType: 'Reach stacker', customerName: 'Acme', location: 'Yard 3' }, true),
+    await asset(
+      'a',
+      { name: 'SC 01', identifier: 'SC-01', assetType: 'Straddle carrier', customerName: 'Acme', location: 'Quay 1' },
+      true,
+    ),
+    await asset(
+      'b',
+      { name: 'SC 02', identifier: 'SC-02', assetType: 'Straddle carrier', customerName: 'Globex', location: 'Quay 2' },
+      true,
+    ),
+    await asset(
+      'c',
+      { name: 'RS 01', identifier: 'RS-01', assetType: 'Reach stacker', customerName: 'Acme', location: 'Yard 3' },
+      true,
+    ),
     // No device: counted by reporting and data quality as an asset, not in the fleet.
-    await asset('spare', { name: 'RS 02', identifier: 'RS-02', assetType: 'Reach stacker', customerName: 'Globex', location: 'Workshop', lifecycleStatus: 'retired' }, false),
+    await asset(
+      'spare',
+      {
+        name: 'RS 02',
+        identifier: 'RS-02',
+        assetType: 'Reach stacker',
+        customerName: 'Globex',
+        location: 'Workshop',
+        lifecycleStatus: 'retired',
+      },
+      false,
+    ),
   ]) as Provisioned['assets'];
 
   for (const [identifier, operatorName] of [
@@ -156,7 +216,18 @@ async function provision(): Promise<Provisioned> {
     name: 'Reefer stack',
     type: 'forbidden',
     enabled: true,
-    geometry: { type: 'Polygon', coordinates: [[[minLon, minLat], [maxLon, minLat], [maxLon, maxLat], [minLon, maxLat], [minLon, minLat]]] },
+    geometry: {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [minLon, minLat],
+          [maxLon, minLat],
+          [maxLon, maxLat],
+          [minLon, maxLat],
+          [minLon, minLat],
+        ],
+      ],
+    },
   });
 
   const template = await admin(`${t}/templates`, { name: 'Daily check' });
@@ -165,28 +236,71 @@ async function provision(): Promise<Provisioned> {
     return { id: created.id as string, assetKey, status: created.status as string };
   };
   const inspections = [
-    await inspection('a', { status: 'completed', startedAt: new Date(at(5, 10)).toISOString(), completedAt: new Date(at(5, 25)).toISOString(), inspectorName: 'Ines Ward' }),
-    await inspection('b', { status: 'completed', startedAt: new Date(at(6, 0)).toISOString(), completedAt: new Date(at(6, 20)).toISOString(), inspectorName: 'Ines Ward' }),
-    await inspection('c', { status: 'in_progress', startedAt: new Date(at(7, 30)).toISOString(), inspectorName: 'Ole Sand' }),
+    await inspection('a', {
+      status: 'completed',
+      startedAt: new Date(at(5, 10)).toISOString(),
+      completedAt: new Date(at(5, 25)).toISOString(),
+      inspectorName: 'Ines Ward',
+    }),
+    await inspection('b', {
+      status: 'completed',
+      startedAt: new Date(at(6, 0)).toISOString(),
+      completedAt: new Date(at(6, 20)).toISOString(),
+      inspectorName: 'Ines Ward',
+    }),
+    await inspection('c', {
+      status: 'in_progress',
+      startedAt: new Date(at(7, 30)).toISOString(),
+      inspectorName: 'Ole Sand',
+    }),
   ];
   const report = async (inspectionId: string, body: { impact: string; outcome: string; rejectionReason?: string }) => {
-    const created = await admin(`${t}/reports`, { inspectionId, createdAt: new Date(at(6, 30)).toISOString(), ...body });
-    return { id: created.id as string, inspectionId, impact: created.impact as string, outcome: created.outcome as string };
+    const created = await admin(`${t}/reports`, {
+      inspectionId,
+      createdAt: new Date(at(6, 30)).toISOString(),
+      ...body,
+    });
+    return {
+      id: created.id as string,
+      inspectionId,
+      impact: created.impact as string,
+      outcome: created.outcome as string,
+    };
   };
   const reports = [
     await report(inspections[0]!.id, { impact: 'warning', outcome: 'completed' }),
-    await report(inspections[1]!.id, { impact: 'out_of_service', outcome: 'rejected', rejectionReason: 'Hydraulic hose worn through' }),
+    await report(inspections[1]!.id, {
+      impact: 'out_of_service',
+      outcome: 'rejected',
+      rejectionReason: 'Hydraulic hose worn through',
+    }),
   ];
 
   const serviceRequest = async (key: string, body: Record<string, unknown>) => {
     const created = await external('/service-requests', key, { method: 'POST', json: body });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    return { id: created.body.id as string, title: created.body.title as string, priority: created.body.priority as string, customerName: created.body.customerName as string };
+    return {
+      id: created.body.id as string,
+      title: created.body.title as string,
+      priority: created.body.priority as string,
+      customerName: created.body.customerName as string,
+    };
   };
   const serviceRequests = [
-    await serviceRequest(tenantKey.key, { title: 'Hydraulic leak at the spreader', category: 'defect', priority: 'urgent', assetId: assets.b.id, customerName: 'Globex' }),
+    await serviceRequest(tenantKey.key, {
+      title: 'Hydraulic leak at the spreader',
+      category: 'defect',
+      priority: 'urgent',
+      assetId: assets.b.id,
+      customerName: 'Globex',
+    }),
     // A customer key files for its own customer without naming it.
-    await serviceRequest(acmeKey.key, { title: 'Twistlock sticks', category: 'maintenance_request', priority: 'high', assetId: assets.a.id }),
+    await serviceRequest(acmeKey.key, {
+      title: 'Twistlock sticks',
+      category: 'maintenance_request',
+      priority: 'high',
+      assetId: assets.a.id,
+    }),
   ];
   return {
     tenantId: tenant.id,
@@ -221,12 +335,36 @@ function scriptDay(now: number): Day {
 
   const b = new ScriptedMachine({ deviceId: p.assets.b.deviceId!, start: at(6, 30), position: HOME.b, ...options });
   b.idleUntil(at(7, 40)).on().login('OP-3').idle(90).badFix('no_fix').idle(20);
-  b.shuttle(QUAY_B, STACK_B, HOME.b).badFix('poor_hdop').idle(10).shuttle(QUAY_B, STACK_B, HOME.b).shock(2.0).shuttle(STACK_B, QUAY_B, HOME.b);
+  b.shuttle(QUAY_B, STACK_B, HOME.b)
+    .badFix('poor_hdop')
+    .idle(10)
+    .shuttle(QUAY_B, STACK_B, HOME.b)
+    .shock(2.0)
+    .shuttle(STACK_B, QUAY_B, HOME.b);
   b.logout().idle(60).off();
-  b.idleUntil(at(12)).on().idle(60).shuttle(QUAY_B, STACK_B, HOME.b).shock(2.9).shuttle(QUAY_B, STACK_B, HOME.b).off().idleUntil(at(18, 30));
+  b.idleUntil(at(12))
+    .on()
+    .idle(60)
+    .shuttle(QUAY_B, STACK_B, HOME.b)
+    .shock(2.9)
+    .shuttle(QUAY_B, STACK_B, HOME.b)
+    .off()
+    .idleUntil(at(18, 30));
 
   const c = new ScriptedMachine({ deviceId: p.assets.c.deviceId!, start: at(8, 20), position: HOME.c, ...options });
-  c.idleUntil(at(8, 50)).on().login('OP-4').idle(60).drive(BEYOND_ZONE, 14).lift().idle(30).drive(HOME.c, 10).drop().idle(60).logout().off().idleUntil(at(10));
+  c.idleUntil(at(8, 50))
+    .on()
+    .login('OP-4')
+    .idle(60)
+    .drive(BEYOND_ZONE, 14)
+    .lift()
+    .idle(30)
+    .drive(HOME.c, 10)
+    .drop()
+    .idle(60)
+    .logout()
+    .off()
+    .idleUntil(at(10));
 
   // Today: minutes ago, so the zone entry is a recent transition (DESIGN §3: < 15 min).
   const recentStart = Math.floor(now / 1000) * 1000 - 10 * 60_000;
@@ -241,7 +379,14 @@ function scriptDay(now: number): Day {
   const entryIndex = recentFixes.findIndex((fix) => inZone(fix.lat, fix.lon));
   const exitIndex = recentFixes.findIndex((fix, index) => index > entryIndex && !inZone(fix.lat, fix.lon));
   if (entryIndex < 0 || exitIndex < 0) throw new Error('the recent run of RS 01 does not enter and leave the zone');
-  const historyInZone = c.script.messages().some((message) => message.type === 'gps' && message.ts < recentStart && inZone((message.payload as any).lat, (message.payload as any).lon));
+  const historyInZone = c.script
+    .messages()
+    .some(
+      (message) =>
+        message.type === 'gps' &&
+        message.ts < recentStart &&
+        inZone((message.payload as any).lat, (message.payload as any).lon),
+    );
   if (!historyInZone) throw new Error('the history run of RS 01 does not pass through the zone');
   const entry = recentFixes[entryIndex]!;
 
@@ -258,7 +403,11 @@ function scriptDay(now: number): Day {
 }
 
 beforeAll(async () => {
-  [broker, db, receiver] = await Promise.all([startTestBroker(), createTestDatabase('system_e2e'), startWebhookReceiver()]);
+  [broker, db, receiver] = await Promise.all([
+    startTestBroker(),
+    createTestDatabase('system_e2e'),
+    startWebhookReceiver(),
+  ]);
   const common = { GANTRY_DATABASE_URL: db.url };
   [api] = await Promise.all([
     spawnService('api', {
@@ -272,10 +421,22 @@ beforeAll(async () => {
       },
     }),
     spawnService('ingest', {
-      env: { ...common, GANTRY_MQTT_URL: broker.url, GANTRY_INGEST_CLIENT_ID: `system-e2e-${RUN}`, GANTRY_INGEST_SHARED_GROUP: `system-e2e-${RUN}`, GANTRY_INGEST_BATCH_MS: '50' },
+      env: {
+        ...common,
+        GANTRY_MQTT_URL: broker.url,
+        GANTRY_INGEST_CLIENT_ID: `system-e2e-${RUN}`,
+        GANTRY_INGEST_SHARED_GROUP: `system-e2e-${RUN}`,
+        GANTRY_INGEST_BATCH_MS: '50',
+      },
     }),
     spawnService('worker', {
-      env: { ...common, GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', GANTRY_WORKER_POLL_MS: '100', GANTRY_GOLD_REFRESH_MS: '500', GANTRY_WEBHOOK_BACKOFF_SECONDS: '1,1' },
+      env: {
+        ...common,
+        GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        GANTRY_WORKER_POLL_MS: '100',
+        GANTRY_GOLD_REFRESH_MS: '500',
+        GANTRY_WEBHOOK_BACKOFF_SECONDS: '1,1',
+      },
     }),
   ]);
 
@@ -286,9 +447,12 @@ beforeAll(async () => {
   const bad = badMessageCases(p.assets.b.deviceId!, Date.now())
     .filter((entry) => entry.reason === 'invalid_json' || entry.reason === 'value_out_of_range')
     .map((entry) => entry.message);
-  const messages: SimulatedMessage[] = [...day.machines.a.script.messages(), ...day.machines.b.script.messages(), ...day.machines.c.script.messages(), ...bad].sort(
-    (x, y) => x.ts - y.ts,
-  );
+  const messages: SimulatedMessage[] = [
+    ...day.machines.a.script.messages(),
+    ...day.machines.b.script.messages(),
+    ...day.machines.c.script.messages(),
+    ...bad,
+  ].sort((x, y) => x.ts - y.ts);
   for (const message of messages) day.published.set(message.deviceId, (day.published.get(message.deviceId) ?? 0) + 1);
   day.badMessages.set(p.assets.b.deviceId!, bad.length);
   const publisher = await createPublisher({ mqttUrl: broker.url, clientIdPrefix: `system-e2e-${RUN}` });
@@ -297,10 +461,19 @@ beforeAll(async () => {
 
   // Stored, derived and refreshed: every message in bronze, the derivation queue empty,
   // no gold invalidation left. Hang guards only; the figures are asserted below.
-  await waitUntil('ingest to store every message', async () => Number((await db.pool.query('SELECT count(*) FROM device_messages')).rows[0].count), (count) => count >= messages.length);
+  await waitUntil(
+    'ingest to store every message',
+    async () => Number((await db.pool.query('SELECT count(*) FROM device_messages')).rows[0].count),
+    (count) => count >= messages.length,
+  );
   await waitUntil(
     'derivation and gold to catch up',
-    async () => (await db.pool.query(`SELECT (SELECT count(*) FROM derivation_queue) + (SELECT count(*) FROM gold_invalidations WHERE relation LIKE 'utilization%') AS n`)).rows[0].n,
+    async () =>
+      (
+        await db.pool.query(
+          `SELECT (SELECT count(*) FROM derivation_queue) + (SELECT count(*) FROM gold_invalidations WHERE relation LIKE 'utilization%') AS n`,
+        )
+      ).rows[0].n,
     (left) => Number(left) === 0,
   );
 }, 240_000);
@@ -314,7 +487,8 @@ afterAll(async () => {
 
 const assetKeys = ['a', 'b', 'c'] as const;
 type AssetKey = (typeof assetKeys)[number];
-const keyOfAssetId = (id: string) => (Object.entries(p.assets).find(([, asset]) => asset.id === id)?.[0] ?? null) as AssetKey | null;
+const keyOfAssetId = (id: string) =>
+  (Object.entries(p.assets).find(([, asset]) => asset.id === id)?.[0] ?? null) as AssetKey | null;
 const isoNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString();
 const wholeRange = () => `from=${new Date(DAY0).toISOString()}&to=${isoNow(HOUR)}`;
 
@@ -332,22 +506,49 @@ function expectUtilization(item: any, truth: Figures, capacitySeconds: number, w
 
 /** Waits until the answer comes from gold (the worker refreshes every 500 ms), then returns it. */
 function fromGold(path: string, key = p.tenantKey) {
-  return waitUntil(`${path} from gold`, () => get(path, key), (body) => body.source === 'gold' && body.aggregateRefresh.status === 'ok');
+  return waitUntil(
+    `${path} from gold`,
+    () => get(path, key),
+    (body) => body.source === 'gold' && body.aggregateRefresh.status === 'ok',
+  );
 }
 
 describe('a scripted day through MQTT, ingest, worker and API processes', () => {
   it('answers hourly utilization per asset and for the fleet from gold with the scripts’ figures', async () => {
     const range = `from=${new Date(HISTORY_FROM).toISOString()}&to=${new Date(HISTORY_TO).toISOString()}`;
     const perAsset = await fromGold(`/telemetry/utilization?${range}&bucket=hour&groupBy=asset&limit=500`);
-    const hourly = Object.fromEntries(assetKeys.map((key) => [key, day.machines[key].hourly(HISTORY_FROM, HISTORY_TO)])) as Record<AssetKey, Map<number, Figures>>;
+    const hourly = Object.fromEntries(
+      assetKeys.map((key) => [key, day.machines[key].hourly(HISTORY_FROM, HISTORY_TO)]),
+    ) as Record<AssetKey, Map<number, Figures>>;
     for (const key of assetKeys) {
-      const rows = new Map<number, any>(perAsset.items.filter((item: any) => item.asset.id === p.assets[key].id).map((item: any) => [Date.parse(item.bucketStart), item]));
+      const rows = new Map<number, any>(
+        perAsset.items
+          .filter((item: any) => item.asset.id === p.assets[key].id)
+          .map((item: any) => [Date.parse(item.bucketStart), item]),
+      );
       const hours = new Set([...rows.keys(), ...hourly[key].keys()]);
       // Every machine works across at least one hour boundary.
       expect([...hourly[key].values()].filter((hour) => hour.runningSeconds > 0).length).toBeGreaterThanOrEqual(2);
       for (const hour of hours) {
-        const row = rows.get(hour) ?? { runningSeconds: 0, stationaryRunningSeconds: 0, distanceM: 0, utilizationPercent: 0, containerWork: { containerCycleCount: 0, loadedSeconds: 0, emptySeconds: 0, loadedDistanceM: 0, emptyDistanceM: 0 } };
-        expectUtilization(row, hourly[key].get(hour) ?? zeroFigures(), 3600, `${p.assets[key].name} ${new Date(hour).toISOString()}`);
+        const row = rows.get(hour) ?? {
+          runningSeconds: 0,
+          stationaryRunningSeconds: 0,
+          distanceM: 0,
+          utilizationPercent: 0,
+          containerWork: {
+            containerCycleCount: 0,
+            loadedSeconds: 0,
+            emptySeconds: 0,
+            loadedDistanceM: 0,
+            emptyDistanceM: 0,
+          },
+        };
+        expectUtilization(
+          row,
+          hourly[key].get(hour) ?? zeroFigures(),
+          3600,
+          `${p.assets[key].name} ${new Date(hour).toISOString()}`,
+        );
       }
     }
 
@@ -356,7 +557,10 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     expect(fleet.items).toHaveLength((HISTORY_TO - HISTORY_FROM) / HOUR);
     for (const item of fleet.items) {
       const hour = Date.parse(item.bucketStart);
-      const truth = assetKeys.reduce((sum, key) => addFigures(sum, hourly[key].get(hour) ?? zeroFigures()), zeroFigures());
+      const truth = assetKeys.reduce(
+        (sum, key) => addFigures(sum, hourly[key].get(hour) ?? zeroFigures()),
+        zeroFigures(),
+      );
       expect(item).toMatchObject({ groupType: 'fleet', asset: null });
       expectUtilization(item, truth, 3600 * 3, `fleet ${item.bucketStart}`);
     }
@@ -365,7 +569,8 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
   it('answers daily utilization and container work per asset and for the fleet with the whole day’s truth', async () => {
     const range = `from=${YESTERDAY}&to=${isoNow().slice(0, 10)}`;
     const perAsset = await fromGold(`/telemetry/utilization?${range}&bucket=day&groupBy=asset`);
-    const yesterday = (key: AssetKey) => perAsset.items.find((item: any) => item.asset.id === p.assets[key].id && item.bucketStart.startsWith(YESTERDAY));
+    const yesterday = (key: AssetKey) =>
+      perAsset.items.find((item: any) => item.asset.id === p.assets[key].id && item.bucketStart.startsWith(YESTERDAY));
     // SC 01 and SC 02 worked yesterday only; RS 01 also today (its recent run, which falls
     // into yesterday only when this runs in the first minutes after midnight UTC).
     for (const key of ['a', 'b'] as const) {
@@ -376,12 +581,15 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     const total = (key: AssetKey) =>
       perAsset.items
         .filter((item: any) => item.asset.id === p.assets[key].id)
-        .reduce((sum: any, item: any) => ({
-          runningSeconds: sum.runningSeconds + item.runningSeconds,
-          distanceM: sum.distanceM + item.distanceM,
-          containerCycleCount: sum.containerCycleCount + item.containerWork.containerCycleCount,
-          hourmeterDelta: sum.hourmeterDelta + item.hourmeterDelta,
-        }), { runningSeconds: 0, distanceM: 0, containerCycleCount: 0, hourmeterDelta: 0 });
+        .reduce(
+          (sum: any, item: any) => ({
+            runningSeconds: sum.runningSeconds + item.runningSeconds,
+            distanceM: sum.distanceM + item.distanceM,
+            containerCycleCount: sum.containerCycleCount + item.containerWork.containerCycleCount,
+            hourmeterDelta: sum.hourmeterDelta + item.hourmeterDelta,
+          }),
+          { runningSeconds: 0, distanceM: 0, containerCycleCount: 0, hourmeterDelta: 0 },
+        );
     for (const key of assetKeys) {
       const truth = day.truth[key];
       near(total(key).runningSeconds, truth.runningSeconds, `${p.assets[key].name} running over the range`);
@@ -399,7 +607,11 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     near(sum('loadedDistanceM'), fleetTruth.loadedDistanceM, 'fleet loadedDistanceM');
     near(sum('emptyDistanceM'), fleetTruth.emptyDistanceM, 'fleet emptyDistanceM');
     const yesterdayFleet = fleet.items.find((item: any) => item.bucketStart.startsWith(YESTERDAY));
-    nearPercent(yesterdayFleet.loadedPercent, (yesterdayFleet.loadedSeconds / (yesterdayFleet.loadedSeconds + yesterdayFleet.emptySeconds)) * 100, 'fleet loadedPercent');
+    nearPercent(
+      yesterdayFleet.loadedPercent,
+      (yesterdayFleet.loadedSeconds / (yesterdayFleet.loadedSeconds + yesterdayFleet.emptySeconds)) * 100,
+      'fleet loadedPercent',
+    );
   });
 
   it('lists every usage and identifier session of the scripts, with operators and figures', async () => {
@@ -409,14 +621,23 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     for (const key of assetKeys) {
       const machine = day.machines[key];
       const truth = day.truth[key];
-      const sessions = usage.items.filter((item: any) => item.assetId === p.assets[key].id).sort((x: any, y: any) => Date.parse(x.startTs) - Date.parse(y.startTs));
-      expect(sessions.map((item: any) => [item.startReason, item.endReason, Date.parse(item.startTs), Date.parse(item.endTs)])).toEqual(
-        truth.usageSessions.map((session) => ['ignition_on', session.endReason, session.start, session.end]),
-      );
+      const sessions = usage.items
+        .filter((item: any) => item.assetId === p.assets[key].id)
+        .sort((x: any, y: any) => Date.parse(x.startTs) - Date.parse(y.startTs));
+      expect(
+        sessions.map((item: any) => [
+          item.startReason,
+          item.endReason,
+          Date.parse(item.startTs),
+          Date.parse(item.endTs),
+        ]),
+      ).toEqual(truth.usageSessions.map((session) => ['ignition_on', session.endReason, session.start, session.end]));
       for (const [index, session] of sessions.entries()) {
         const expected = truth.usageSessions[index]!;
         const figures = machine.figuresBetween(expected.start, expected.end!);
-        const firstLogin = truth.identifierSessions.find((entry) => entry.start >= expected.start && entry.start <= expected.end!);
+        const firstLogin = truth.identifierSessions.find(
+          (entry) => entry.start >= expected.start && entry.start <= expected.end!,
+        );
         const what = `${p.assets[key].name} session ${new Date(expected.start).toISOString()}`;
         expect(session.identifier, what).toBe(firstLogin?.identifier ?? '');
         expect(session.operatorName, what).toBe(operatorNames[firstLogin?.identifier ?? ''] ?? '');
@@ -429,9 +650,25 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
         expect(session.imuAnomalyCount, what).toBe(figures.imuAnomalyCount);
       }
 
-      const mine = identifier.items.filter((item: any) => item.assetId === p.assets[key].id).sort((x: any, y: any) => Date.parse(x.startTs) - Date.parse(y.startTs));
-      expect(mine.map((item: any) => [item.identifier, item.operatorName, item.endReason, Date.parse(item.startTs), Date.parse(item.endTs)])).toEqual(
-        truth.identifierSessions.map((entry) => [entry.identifier, operatorNames[entry.identifier] ?? '', entry.endReason, entry.start, entry.end]),
+      const mine = identifier.items
+        .filter((item: any) => item.assetId === p.assets[key].id)
+        .sort((x: any, y: any) => Date.parse(x.startTs) - Date.parse(y.startTs));
+      expect(
+        mine.map((item: any) => [
+          item.identifier,
+          item.operatorName,
+          item.endReason,
+          Date.parse(item.startTs),
+          Date.parse(item.endTs),
+        ]),
+      ).toEqual(
+        truth.identifierSessions.map((entry) => [
+          entry.identifier,
+          operatorNames[entry.identifier] ?? '',
+          entry.endReason,
+          entry.start,
+          entry.end,
+        ]),
       );
       for (const [index, session] of mine.entries()) {
         const expected = truth.identifierSessions[index]!;
@@ -442,15 +679,25 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     }
     // Nothing beyond the scripts' sessions (the spare asset has no device).
     expect(usage.items).toHaveLength(assetKeys.reduce((sum, key) => sum + day.truth[key].usageSessions.length, 0));
-    expect(identifier.items).toHaveLength(assetKeys.reduce((sum, key) => sum + day.truth[key].identifierSessions.length, 0));
+    expect(identifier.items).toHaveLength(
+      assetKeys.reduce((sum, key) => sum + day.truth[key].identifierSessions.length, 0),
+    );
   });
 
   it('sums operators over their identifier sessions, registered ones without work included for the tenant', async () => {
     const expectedFor = (keys: readonly AssetKey[]) => {
-      const totals = new Map<string, { sessionCount: number; durationSeconds: number; distanceM: number; lastSeenAt: number }>();
+      const totals = new Map<
+        string,
+        { sessionCount: number; durationSeconds: number; distanceM: number; lastSeenAt: number }
+      >();
       for (const key of keys) {
         for (const entry of day.truth[key].identifierSessions) {
-          const total = totals.get(entry.identifier) ?? { sessionCount: 0, durationSeconds: 0, distanceM: 0, lastSeenAt: 0 };
+          const total = totals.get(entry.identifier) ?? {
+            sessionCount: 0,
+            durationSeconds: 0,
+            distanceM: 0,
+            lastSeenAt: 0,
+          };
           total.sessionCount += 1;
           total.durationSeconds += (entry.end! - entry.start) / 1000;
           total.distanceM += day.machines[key].figuresBetween(entry.start, entry.end!).distanceM;
@@ -474,7 +721,12 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     const tenantExpected = expectedFor(assetKeys);
     check(tenant.items, tenantExpected);
     expect(tenant.items.find((item: any) => item.identifier === 'OP-4')).toMatchObject({ operatorName: '' });
-    expect(tenant.items.find((item: any) => item.identifier === 'OP-5')).toMatchObject({ operatorName: 'Mia Roth', sessionCount: 0, durationSeconds: 0, lastSeenAt: null });
+    expect(tenant.items.find((item: any) => item.identifier === 'OP-5')).toMatchObject({
+      operatorName: 'Mia Roth',
+      sessionCount: 0,
+      durationSeconds: 0,
+      lastSeenAt: null,
+    });
     expect(tenant.items).toHaveLength(tenantExpected.size + 1);
 
     // Acme's key counts only the work on SC 01 and RS 01 (OP-3 also drove Globex's SC 02).
@@ -485,12 +737,24 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
   });
 
   it('opened, resolved and on request acknowledged the alert of the recent zone visit only', async () => {
-    await receiver.waitFor('the alert opened and resolved', (requests) => eventsOf(requests, 'telemetry.geofence_alert.resolved').length > 0, 30_000);
+    await receiver.waitFor(
+      'the alert opened and resolved',
+      (requests) => eventsOf(requests, 'telemetry.geofence_alert.resolved').length > 0,
+      30_000,
+    );
     const alerts = await get(`/telemetry/geofence-alerts?${wholeRange()}`);
     // The history run through the zone raised nothing: one alert, the recent visit's.
     expect(alerts.items).toHaveLength(1);
     const [alert] = alerts.items;
-    expect(alert).toMatchObject({ geofenceId: p.geofenceId, geofenceName: 'Reefer stack', assetId: p.assets.c.id, alertType: 'forbidden_enter', status: 'open', isActive: false, acknowledgedAt: null });
+    expect(alert).toMatchObject({
+      geofenceId: p.geofenceId,
+      geofenceName: 'Reefer stack',
+      assetId: p.assets.c.id,
+      alertType: 'forbidden_enter',
+      status: 'open',
+      isActive: false,
+      acknowledgedAt: null,
+    });
     expect(Date.parse(alert.createdAt)).toBe(day.zoneEntry.ts);
     expect(Date.parse(alert.resolvedAt)).toBe(day.zoneExit);
 
@@ -500,10 +764,14 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     expect(first.body).toMatchObject({ id: alert.id, status: 'acknowledged', isActive: false });
     const again = await external(`/telemetry/geofence-alerts/${alert.id}/acknowledge`, p.acmeKey, { method: 'POST' });
     expect(again.body.acknowledgedAt).toBe(first.body.acknowledgedAt);
-    expect((await get(`/telemetry/geofence-alerts?${wholeRange()}`, p.acmeKey)).items.map((item: any) => item.status)).toEqual(['acknowledged']);
+    expect(
+      (await get(`/telemetry/geofence-alerts?${wholeRange()}`, p.acmeKey)).items.map((item: any) => item.status),
+    ).toEqual(['acknowledged']);
 
     const zones = await get('/telemetry/geofences');
-    expect(zones.items).toEqual([expect.objectContaining({ id: p.geofenceId, type: 'forbidden', activeAlertCount: 0 })]);
+    expect(zones.items).toEqual([
+      expect.objectContaining({ id: p.geofenceId, type: 'forbidden', activeAlertCount: 0 }),
+    ]);
     const state = await get(`/telemetry/assets/${p.assets.c.id}/state`, p.acmeKey);
     expect(state.state).toMatchObject({ geofences: [], activeAlertCount: 0 });
   });
@@ -556,8 +824,15 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     );
 
     const acme = await get(`/telemetry/data-quality?${wholeRange()}`, p.acmeKey);
-    expect(acme.assets.map((item: any) => item.deviceId).sort()).toEqual([p.assets.a.deviceId, p.assets.c.deviceId].sort());
-    expect(acme.summary).toMatchObject({ totalAssets: 2, telemetryAssets: 2, errorMessages: 0, messageCount: day.published.get(p.assets.a.deviceId!)! + day.published.get(p.assets.c.deviceId!)! });
+    expect(acme.assets.map((item: any) => item.deviceId).sort()).toEqual(
+      [p.assets.a.deviceId, p.assets.c.deviceId].sort(),
+    );
+    expect(acme.summary).toMatchObject({
+      totalAssets: 2,
+      telemetryAssets: 2,
+      errorMessages: 0,
+      messageCount: day.published.get(p.assets.a.deviceId!)! + day.published.get(p.assets.c.deviceId!)!,
+    });
   });
 
   it('counts the provisioned inspections, reports and service requests in the overview, per scope', async () => {
@@ -587,7 +862,9 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
       { label: 'completed', count: 2 },
       { label: 'in_progress', count: 1 },
     ]);
-    expect(tenant.recentServiceRequests.map((request: any) => request.id).sort()).toEqual(p.serviceRequests.map((request) => request.id).sort());
+    expect(tenant.recentServiceRequests.map((request: any) => request.id).sort()).toEqual(
+      p.serviceRequests.map((request) => request.id).sort(),
+    );
 
     const acme = await get('/reporting/overview', p.acmeKey);
     expect(acme.summary).toMatchObject({
@@ -620,26 +897,38 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
     near(running, day.truth.a.runningSeconds + day.truth.c.runningSeconds, 'Acme fleet runningSeconds');
     const yesterday = fleet.items.find((item: any) => item.bucketStart.startsWith(YESTERDAY));
     // The fleet of a customer key is its own two assets with a device.
-    nearPercent(yesterday.utilizationPercent, (yesterday.runningSeconds / (86_400 * 2)) * 100, 'Acme fleet utilizationPercent');
+    nearPercent(
+      yesterday.utilizationPercent,
+      (yesterday.runningSeconds / (86_400 * 2)) * 100,
+      'Acme fleet utilizationPercent',
+    );
   });
 
   it('delivered each expected event once, signed with the subscription’s secret, with the spec’s payload', async () => {
     const alertId = (await get(`/telemetry/geofence-alerts?${wholeRange()}`)).items[0].id as string;
     const expected = [
-      ...p.inspections.filter((inspection) => inspection.status === 'completed').map((inspection) => ['inspection.completed', inspection.id]),
+      ...p.inspections
+        .filter((inspection) => inspection.status === 'completed')
+        .map((inspection) => ['inspection.completed', inspection.id]),
       ...p.reports.map((report) => ['report.created', report.id]),
       ...p.serviceRequests.map((request) => ['service_request.created', request.id]),
       ['telemetry.geofence_alert.opened', alertId],
       ['telemetry.geofence_alert.resolved', alertId],
       ['telemetry.geofence_alert.acknowledged', alertId],
     ].sort();
-    const deliveryIds = (requests: ReceivedWebhook[]) => new Set(requests.map((request) => request.headers['x-service-webhook-id']));
-    await receiver.waitFor('every expected delivery', (requests) => deliveryIds(requests).size >= expected.length, 30_000);
+    const deliveryIds = (requests: ReceivedWebhook[]) =>
+      new Set(requests.map((request) => request.headers['x-service-webhook-id']));
+    await receiver.waitFor(
+      'every expected delivery',
+      (requests) => deliveryIds(requests).size >= expected.length,
+      30_000,
+    );
 
     // The log has exactly these deliveries (the second acknowledgement queued nothing), all delivered.
     const log = await get('/webhooks/deliveries?limit=500');
     expect(log.items.map((item: any) => [item.eventType, item.entityId]).sort()).toEqual(expected);
-    for (const item of log.items) expect(item).toMatchObject({ status: 'delivered', webhookId: p.subscriptionId, httpStatus: 200, error: '' });
+    for (const item of log.items)
+      expect(item).toMatchObject({ status: 'delivered', webhookId: p.subscriptionId, httpStatus: 200, error: '' });
 
     // Each delivery id reached the receiver; a retry would repeat the same id and bytes (at-least-once).
     const byId = new Map<string, ReceivedWebhook[]>();
@@ -648,14 +937,18 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
       byId.set(id, [...(byId.get(id) ?? []), request]);
     }
     expect(new Set(byId.keys())).toEqual(new Set(log.items.map((item: any) => item.id)));
-    for (const [id, requests] of byId) for (const request of requests) expect(request.body.equals(requests[0]!.body), id).toBe(true);
+    for (const [id, requests] of byId)
+      for (const request of requests) expect(request.body.equals(requests[0]!.body), id).toBe(true);
     const received = [...byId.values()].map((requests) => requests[0]!);
     expect(received.map((request) => [request.json.event, request.json.entityId]).sort()).toEqual(expected);
 
     for (const request of received) {
       expect(request.method).toBe('POST');
       expect(request.headers['content-type']).toMatch(/^application\/json/);
-      expect(validSignature(request.body, request.headers['x-service-signature'], p.secret), `signature of ${request.json.event}`).toBe(true);
+      expect(
+        validSignature(request.body, request.headers['x-service-signature'], p.secret),
+        `signature of ${request.json.event}`,
+      ).toBe(true);
       expect(validSignature(request.body, request.headers['x-service-signature'], `${p.secret}x`)).toBe(false);
       expect(Number(request.headers['x-service-webhook-attempt'])).toBeGreaterThanOrEqual(1);
       expect(Number.isNaN(Date.parse(String(request.headers['x-service-webhook-timestamp'])))).toBe(false);
@@ -665,39 +958,84 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
       expect(request.json.data.id).toBe(request.json.entityId);
     }
 
-    const one = (event: string) => received.filter((request) => request.json.event === event).map((request) => request.json);
+    const one = (event: string) =>
+      received.filter((request) => request.json.event === event).map((request) => request.json);
     for (const body of one('inspection.completed')) {
       const inspection = p.inspections.find((entry) => entry.id === body.entityId)!;
-      expect(body).toMatchObject({ entityType: 'inspection', data: { status: 'completed', assetId: p.assets[inspection.assetKey].id, customerName: p.assets[inspection.assetKey].customerName } });
+      expect(body).toMatchObject({
+        entityType: 'inspection',
+        data: {
+          status: 'completed',
+          assetId: p.assets[inspection.assetKey].id,
+          customerName: p.assets[inspection.assetKey].customerName,
+        },
+      });
     }
     for (const body of one('report.created')) {
       const report = p.reports.find((entry) => entry.id === body.entityId)!;
-      expect(body).toMatchObject({ entityType: 'report', data: { inspectionId: report.inspectionId, impact: report.impact, outcome: report.outcome } });
+      expect(body).toMatchObject({
+        entityType: 'report',
+        data: { inspectionId: report.inspectionId, impact: report.impact, outcome: report.outcome },
+      });
     }
     for (const body of one('service_request.created')) {
       const request = p.serviceRequests.find((entry) => entry.id === body.entityId)!;
       // The spec's minimum for this event: id, title, status, priority, customerName.
-      expect(body).toMatchObject({ entityType: 'service_request', data: { id: request.id, title: request.title, status: 'new', priority: request.priority, customerName: request.customerName } });
+      expect(body).toMatchObject({
+        entityType: 'service_request',
+        data: {
+          id: request.id,
+          title: request.title,
+          status: 'new',
+          priority: request.priority,
+          customerName: request.customerName,
+        },
+      });
     }
     const alertData = {
       id: alertId,
       geofenceId: p.geofenceId,
       geofenceName: 'Reefer stack',
       assetId: p.assets.c.id,
-      asset: { id: p.assets.c.id, identifier: 'RS-01', name: 'RS 01', assetType: 'Reach stacker', location: 'Yard 3', customerName: 'Acme' },
+      asset: {
+        id: p.assets.c.id,
+        identifier: 'RS-01',
+        name: 'RS 01',
+        assetType: 'Reach stacker',
+        location: 'Yard 3',
+        customerName: 'Acme',
+      },
       alertType: 'forbidden_enter',
       createdAt: new Date(day.zoneEntry.ts).toISOString(),
       latitude: day.zoneEntry.lat,
       longitude: day.zoneEntry.lon,
     };
     const [opened] = one('telemetry.geofence_alert.opened');
-    expect(opened).toMatchObject({ entityType: 'geofence_alert', data: { ...alertData, status: 'open', isActive: true, acknowledgedAt: null, resolvedAt: null } });
+    expect(opened).toMatchObject({
+      entityType: 'geofence_alert',
+      data: { ...alertData, status: 'open', isActive: true, acknowledgedAt: null, resolvedAt: null },
+    });
     const [resolved] = one('telemetry.geofence_alert.resolved');
-    expect(resolved).toMatchObject({ entityType: 'geofence_alert', data: { ...alertData, status: 'open', isActive: false, acknowledgedAt: null, resolvedAt: new Date(day.zoneExit).toISOString() } });
+    expect(resolved).toMatchObject({
+      entityType: 'geofence_alert',
+      data: {
+        ...alertData,
+        status: 'open',
+        isActive: false,
+        acknowledgedAt: null,
+        resolvedAt: new Date(day.zoneExit).toISOString(),
+      },
+    });
     const [acknowledged] = one('telemetry.geofence_alert.acknowledged');
     expect(acknowledged).toMatchObject({
       entityType: 'geofence_alert',
-      data: { ...alertData, status: 'acknowledged', isActive: false, resolvedAt: new Date(day.zoneExit).toISOString(), acknowledgedBy: p.acmeKeyName },
+      data: {
+        ...alertData,
+        status: 'acknowledged',
+        isActive: false,
+        resolvedAt: new Date(day.zoneExit).toISOString(),
+        acknowledgedBy: p.acmeKeyName,
+      },
     });
     expect(Number.isNaN(Date.parse(acknowledged.data.acknowledgedAt))).toBe(false);
   });
@@ -706,4 +1044,3 @@ describe('a scripted day through MQTT, ingest, worker and API processes', () => 
 function eventsOf(requests: ReceivedWebhook[], event: string) {
   return requests.filter((request) => request.json?.event === event);
 }
-

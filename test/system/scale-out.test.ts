@@ -1,7 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '@gantry/db';
-import { createPublisher, destination, haversineM, MachineScript, publishMessages, randomSource, toBatches, type LatLon, type SimulatedMessage } from '@gantry/simulator';
+import {
+  createPublisher,
+  destination,
+  haversineM,
+  MachineScript,
+  publishMessages,
+  randomSource,
+  toBatches,
+  type LatLon,
+  type SimulatedMessage,
+} from '@gantry/simulator';
 import { startTestBroker, type TestBroker } from '../support/broker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { killAllServices, spawnService, type ServiceProcess } from '../support/processes.ts';
@@ -22,7 +32,8 @@ const YARD: LatLon = { lat: 51.9542, lon: 4.0529 };
 const ZONE_HALF_M = 80;
 
 /** Fixed ids, so both databases hold the same tenant, assets and devices — and derive the same session ids. */
-const uuid = (kind: number, index: number) => `00000000-0000-4000-8${kind.toString(16).padStart(3, '0')}-${index.toString(16).padStart(12, '0')}`;
+const uuid = (kind: number, index: number) =>
+  `00000000-0000-4000-8${kind.toString(16).padStart(3, '0')}-${index.toString(16).padStart(12, '0')}`;
 const TENANT_ID = uuid(1, 1);
 const GEOFENCE_ID = uuid(2, 1);
 const fleet = Array.from({ length: DEVICES }, (_, index) => ({
@@ -49,18 +60,32 @@ async function provision(pool: Pool): Promise<void> {
   );
   await pool.query(
     `INSERT INTO devices (id, tenant_id, device_id, asset_id) SELECT d, $1, t, a FROM unnest($2::uuid[], $3::text[], $4::uuid[]) AS u(d, t, a)`,
-    [TENANT_ID, fleet.map((entry) => entry.deviceUuid), fleet.map((entry) => entry.deviceId), fleet.map((entry) => entry.assetId)],
+    [
+      TENANT_ID,
+      fleet.map((entry) => entry.deviceUuid),
+      fleet.map((entry) => entry.deviceId),
+      fleet.map((entry) => entry.assetId),
+    ],
   );
   const dLat = ZONE_HALF_M / 111_320;
   const dLon = ZONE_HALF_M / (111_320 * Math.cos((YARD.lat * Math.PI) / 180));
   const [minLon, minLat, maxLon, maxLat] = [YARD.lon - dLon, YARD.lat - dLat, YARD.lon + dLon, YARD.lat + dLat];
-  const geometry = { type: 'Polygon', coordinates: [[[minLon, minLat], [maxLon, minLat], [maxLon, maxLat], [minLon, maxLat], [minLon, minLat]]] };
-  await pool.query(`INSERT INTO geofences (id, tenant_id, name, type, geometry, bbox) VALUES ($1, $2, 'Yard centre', 'forbidden', $3, $4)`, [
-    GEOFENCE_ID,
-    TENANT_ID,
-    JSON.stringify(geometry),
-    [minLon, minLat, maxLon, maxLat],
-  ]);
+  const geometry = {
+    type: 'Polygon',
+    coordinates: [
+      [
+        [minLon, minLat],
+        [maxLon, minLat],
+        [maxLon, maxLat],
+        [minLon, maxLat],
+        [minLon, minLat],
+      ],
+    ],
+  };
+  await pool.query(
+    `INSERT INTO geofences (id, tenant_id, name, type, geometry, bbox) VALUES ($1, $2, 'Yard centre', 'forbidden', $3, $4)`,
+    [GEOFENCE_ID, TENANT_ID, JSON.stringify(geometry), [minLon, minLat, maxLon, maxLat]],
+  );
 }
 
 /**
@@ -75,7 +100,13 @@ function fleetDay(): SimulatedMessage[] {
   const batches: SimulatedMessage[] = [];
   for (const [index, entry] of fleet.entries()) {
     const home = destination(YARD, whole(150, 600), random() * 360);
-    const machine = new MachineScript({ deviceId: entry.deviceId, start: DAY0 + 6 * HOUR + index * 97_000, position: home, gpsEveryS: 10, heartbeatEveryS: 120 });
+    const machine = new MachineScript({
+      deviceId: entry.deviceId,
+      start: DAY0 + 6 * HOUR + index * 97_000,
+      position: home,
+      gpsEveryS: 10,
+      heartbeatEveryS: 120,
+    });
     let here = home;
     // A drive too short to be movement (under 30 m) is left out.
     const drive = (to: LatLon, speedKmh: number) => {
@@ -90,7 +121,10 @@ function fleetDay(): SimulatedMessage[] {
       if (random() < 0.8) machine.login(`OP-${whole(1, 4)}`);
       const trips = whole(2, 2);
       for (let trip = 0; trip < trips; trip += 1) {
-        const pickup = random() < 0.4 ? destination(YARD, whole(0, 40), random() * 360) : destination(home, whole(200, 500), random() * 360);
+        const pickup =
+          random() < 0.4
+            ? destination(YARD, whole(0, 40), random() * 360)
+            : destination(home, whole(200, 500), random() * 360);
         drive(pickup, whole(8, 10));
         if (random() < 0.7) {
           machine.lift().idle(whole(20, 40));
@@ -143,7 +177,12 @@ function spawnStack(db: TestDatabase, group: string, ingests: number, workers: n
       Array.from({ length: workers }, () =>
         spawnService('worker', {
           // Two devices per claim, so two workers share a dozen devices rather than one taking all.
-          env: { ...database, GANTRY_WORKER_POLL_MS: '100', GANTRY_GOLD_REFRESH_MS: '500', GANTRY_WORKER_DEVICE_BATCH: '2' },
+          env: {
+            ...database,
+            GANTRY_WORKER_POLL_MS: '100',
+            GANTRY_GOLD_REFRESH_MS: '500',
+            GANTRY_WORKER_DEVICE_BATCH: '2',
+          },
         }),
       ),
     ),
@@ -161,7 +200,11 @@ async function settled(pool: Pool): Promise<boolean> {
 
 beforeAll(async () => {
   published = fleetDay();
-  [broker, one, two] = await Promise.all([startTestBroker(), createTestDatabase('scale_out_one'), createTestDatabase('scale_out_two')]);
+  [broker, one, two] = await Promise.all([
+    startTestBroker(),
+    createTestDatabase('scale_out_one'),
+    createTestDatabase('scale_out_two'),
+  ]);
   await Promise.all([provision(one.pool), provision(two.pool)]);
   const [[ingestsOne, workersOne], [ingestsTwo, workersTwo]] = await Promise.all([
     spawnStack(one, `scale-one-${RUN}`, 1, 1),
@@ -177,7 +220,12 @@ beforeAll(async () => {
   // Hang guards: every message in bronze, nothing left to derive or refresh, twice in a row.
   for (const db of [one, two]) {
     for (let stable = 0; stable < 2; stable += 1) {
-      await waitUntil(`${db.name} to store, derive and refresh everything`, () => settled(db.pool), (done) => done, 120_000);
+      await waitUntil(
+        `${db.name} to store, derive and refresh everything`,
+        () => settled(db.pool),
+        (done) => done,
+        120_000,
+      );
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
@@ -202,7 +250,12 @@ function expectSameRows(what: string, a: string[], b: string[]) {
   const inB = new Set(b);
   const onlyA = a.filter((row) => !inB.has(row));
   const onlyB = b.filter((row) => !inA.has(row));
-  expect({ what, count: b.length, onlyInOneProcessEach: onlyA.slice(0, 3), onlyInTwoProcessesEach: onlyB.slice(0, 3) }).toEqual({
+  expect({
+    what,
+    count: b.length,
+    onlyInOneProcessEach: onlyA.slice(0, 3),
+    onlyInTwoProcessesEach: onlyB.slice(0, 3),
+  }).toEqual({
     what,
     count: a.length,
     onlyInOneProcessEach: [],
@@ -219,14 +272,26 @@ async function compare(what: string, sql: string) {
 
 describe('two ingests on a shared subscription and two workers', () => {
   it('both shared the work: each ingest stored messages and each worker derived devices', async () => {
-    const stored = await Promise.all(processes.two.ingests.map(async (ingest) => metricSum(await readMetrics(ingest.url), 'gantry_ingest_messages_stored_total')));
+    const stored = await Promise.all(
+      processes.two.ingests.map(async (ingest) =>
+        metricSum(await readMetrics(ingest.url), 'gantry_ingest_messages_stored_total'),
+      ),
+    );
     for (const count of stored) expect(count).toBeGreaterThan(0);
     // Together they stored every message (at least once: a redelivery would be stored again as a duplicate).
     expect(stored.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(published.length);
-    const [single] = await Promise.all(processes.one.ingests.map(async (ingest) => metricSum(await readMetrics(ingest.url), 'gantry_ingest_messages_stored_total')));
+    const [single] = await Promise.all(
+      processes.one.ingests.map(async (ingest) =>
+        metricSum(await readMetrics(ingest.url), 'gantry_ingest_messages_stored_total'),
+      ),
+    );
     expect(single).toBeGreaterThanOrEqual(published.length);
 
-    const runs = await Promise.all(processes.two.workers.map(async (worker) => metricSum(await readMetrics(worker.url), 'gantry_derivation_device_runs_total')));
+    const runs = await Promise.all(
+      processes.two.workers.map(async (worker) =>
+        metricSum(await readMetrics(worker.url), 'gantry_derivation_device_runs_total'),
+      ),
+    );
     for (const count of runs) expect(count).toBeGreaterThan(0);
   });
 

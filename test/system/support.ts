@@ -1,5 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { haversineM, MachineScript, type LatLon, type MachineScriptOptions, type MachineTruth } from '@gantry/simulator';
+import {
+  haversineM,
+  MachineScript,
+  type LatLon,
+  type MachineScriptOptions,
+  type MachineTruth,
+} from '@gantry/simulator';
 
 // Helpers of the system tests: a MachineScript that also records its ground truth per
 // hour and per moment, Prometheus text parsing, HTTP calls and the receiver's own
@@ -71,7 +77,9 @@ export class ScriptedMachine {
     const before = this.now;
     action();
     if (this.bound && this.now > before && hourOf(before) !== hourOf(this.now - 1)) {
-      throw new Error(`script of ${this.deviceId}: an action from ${new Date(before).toISOString()} crosses an hour boundary outside idle()`);
+      throw new Error(
+        `script of ${this.deviceId}: an action from ${new Date(before).toISOString()} crosses an hour boundary outside idle()`,
+      );
     }
     this.mark();
     return this;
@@ -105,7 +113,8 @@ export class ScriptedMachine {
   /** Drives to a point; first idles past the next hour boundary when the drive would cross it. */
   drive(to: LatLon, speedKmh: number): this {
     const durationMs = Math.round((haversineM(this.position, to) / (speedKmh / 3.6)) * 1000);
-    if (this.bound && hourOf(this.now) !== hourOf(this.now + durationMs - 1)) this.idleUntil(hourOf(this.now) + HOUR + 5000);
+    if (this.bound && hourOf(this.now) !== hourOf(this.now + durationMs - 1))
+      this.idleUntil(hourOf(this.now) + HOUR + 5000);
     this.step(() => this.script.drive(to, speedKmh));
     this.position = { ...to };
     return this;
@@ -153,7 +162,15 @@ export class ScriptedMachine {
 
   /** A container move: to the pickup, lift, to the drop point, release, back. */
   shuttle(pickup: LatLon, dropAt: LatLon, home: LatLon, speeds: [number, number, number] = [14, 9, 12]): this {
-    return this.drive(pickup, speeds[0]).lift().idle(30).drive(dropAt, speeds[1]).idle(40).drop().idle(60).drive(home, speeds[2]).idle(45);
+    return this.drive(pickup, speeds[0])
+      .lift()
+      .idle(30)
+      .drive(dropAt, speeds[1])
+      .idle(40)
+      .drop()
+      .idle(60)
+      .drive(home, speeds[2])
+      .idle(45);
   }
 
   truth(): MachineTruth {
@@ -218,10 +235,17 @@ export interface JsonResponse {
 }
 
 /** One HTTP call with an optional JSON body; the answer parsed as JSON when it is. */
-export async function callJson(url: string, init: { method?: string; headers?: Record<string, string>; json?: unknown } = {}): Promise<JsonResponse> {
+export async function callJson(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; json?: unknown } = {},
+): Promise<JsonResponse> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.json !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(url, { method: init.method ?? 'GET', headers, ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}) });
+  const response = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers,
+    ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+  });
   const text = await response.text();
   let body: unknown = text;
   try {
@@ -236,12 +260,18 @@ export async function callJson(url: string, init: { method?: string; headers?: R
  * Polls until `read` returns a value `done` accepts, and returns it; throws with the last
  * value after `timeoutMs` (a hang guard, not a timing assertion).
  */
-export async function waitUntil<T>(label: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 90_000): Promise<T> {
+export async function waitUntil<T>(
+  label: string,
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}; last value: ${JSON.stringify(value).slice(0, 2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${label}; last value: ${JSON.stringify(value).slice(0, 2000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

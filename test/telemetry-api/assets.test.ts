@@ -29,7 +29,11 @@ describe.each(availableStorageModes())('capabilities, asset state and positions 
       ['SC 02', 'Acme'],
       ['SC 03', 'Globex'],
     ]);
-    await provisioning.createAsset(provisioner(db.pool), fleet.tenantId, { name: 'Spare', identifier: 'SPARE', customerName: 'Acme' });
+    await provisioning.createAsset(provisioner(db.pool), fleet.tenantId, {
+      name: 'Spare',
+      identifier: 'SPARE',
+      customerName: 'Acme',
+    });
     const t = fleet.tenantId;
     const { byName } = fleet;
     await createOperator(db.pool, t, 'OP-7', 'Gus Grant');
@@ -150,7 +154,9 @@ describe.each(availableStorageModes())('capabilities, asset state and positions 
       const other = await api.external(`/telemetry/assets/${fleet.byName['SC 03']!.id}/state`, fleet.acmeKey);
       expect(other.status).toBe(404);
       expect(await json(other)).toMatchObject({ code: 'not_found' });
-      expect((await api.external('/telemetry/assets/00000000-0000-4000-8000-000000000000/state', fleet.tenantKey)).status).toBe(404);
+      expect(
+        (await api.external('/telemetry/assets/00000000-0000-4000-8000-000000000000/state', fleet.tenantKey)).status,
+      ).toBe(404);
       const bad = await api.external('/telemetry/assets/sc-01/state', fleet.tenantKey);
       expect(bad.status).toBe(400);
       expect((await json(bad)).error).toContain('assetId');
@@ -176,9 +182,27 @@ describe.each(availableStorageModes())('capabilities, asset state and positions 
         asset: { id: fleet.byName['SC 01']!.id, name: 'SC 01' },
       });
       expect(body.items).toEqual([
-        { bucketTs: '2026-06-01T10:00:00.000Z', lastEventTs: '2026-06-01T10:00:40.000Z', latitude: 51.91, longitude: 4.01, pointCount: 2 },
-        { bucketTs: '2026-06-01T10:01:00.000Z', lastEventTs: '2026-06-01T10:01:05.000Z', latitude: 51.92, longitude: 4.02, pointCount: 1 },
-        { bucketTs: '2026-06-01T10:20:00.000Z', lastEventTs: '2026-06-01T10:20:00.000Z', latitude: 51.93, longitude: 4.03, pointCount: 1 },
+        {
+          bucketTs: '2026-06-01T10:00:00.000Z',
+          lastEventTs: '2026-06-01T10:00:40.000Z',
+          latitude: 51.91,
+          longitude: 4.01,
+          pointCount: 2,
+        },
+        {
+          bucketTs: '2026-06-01T10:01:00.000Z',
+          lastEventTs: '2026-06-01T10:01:05.000Z',
+          latitude: 51.92,
+          longitude: 4.02,
+          pointCount: 1,
+        },
+        {
+          bucketTs: '2026-06-01T10:20:00.000Z',
+          lastEventTs: '2026-06-01T10:20:00.000Z',
+          latitude: 51.93,
+          longitude: 4.03,
+          pointCount: 1,
+        },
       ]);
       const quarter = await get(`${path()}?from=2026-06-01T10:00:00Z&to=2026-06-01T11:00:00Z&resolution=15min`);
       expect(quarter.items.map((item: any) => [item.bucketTs.slice(11, 16), item.pointCount, item.latitude])).toEqual([
@@ -188,7 +212,11 @@ describe.each(availableStorageModes())('capabilities, asset state and positions 
       const twoDays = await get(`${path()}?from=2026-06-01&to=2026-06-02`);
       expect(twoDays.resolution).toBe('15min');
       expect(twoDays.range).toEqual({ from: '2026-06-01T00:00:00.000Z', to: '2026-06-02T23:59:59.999Z' });
-      expect(twoDays.items.map((item: any) => item.bucketTs)).toEqual(['2026-06-01T10:00:00.000Z', '2026-06-01T10:15:00.000Z', '2026-06-02T09:00:00.000Z']);
+      expect(twoDays.items.map((item: any) => item.bucketTs)).toEqual([
+        '2026-06-01T10:00:00.000Z',
+        '2026-06-01T10:15:00.000Z',
+        '2026-06-02T09:00:00.000Z',
+      ]);
       const page = await get(`${path()}?from=2026-06-01T10:00:00Z&to=2026-06-01T11:00:00Z&limit=1&offset=2`);
       expect(page.items.map((item: any) => item.bucketTs)).toEqual(['2026-06-01T10:20:00.000Z']);
     });

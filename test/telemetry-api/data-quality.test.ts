@@ -3,7 +3,15 @@ import { provisioning } from '@gantry/api';
 import { availableStorageModes, createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { json, startTestApi, type TestApi } from '../support/api.ts';
 import { provisioner } from '../support/fixtures.ts';
-import { createFleet, insertDeviceState, insertMessages, insertReadings, minutesAgo, type Fleet, type MessageInput } from './fixtures.ts';
+import {
+  createFleet,
+  insertDeviceState,
+  insertMessages,
+  insertReadings,
+  minutesAgo,
+  type Fleet,
+  type MessageInput,
+} from './fixtures.ts';
 import { materializeGold } from './gold.ts';
 
 const HOUR = 3_600_000;
@@ -29,23 +37,46 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       ['Off', 'Acme'],
       ['Fine', 'Acme'],
     ]);
-    await provisioning.createAsset(provisioner(db.pool), fleet.tenantId, { name: 'No device', identifier: 'NODEV', customerName: 'Acme' });
+    await provisioning.createAsset(provisioner(db.pool), fleet.tenantId, {
+      name: 'No device',
+      identifier: 'NODEV',
+      customerName: 'Acme',
+    });
     const t = fleet.tenantId;
     const { byName } = fleet;
     await provisioning.updateDevice(provisioner(db.pool), t, byName.Off!.deviceUuid, { enabled: false });
 
-    for (const name of ['Poor GPS', 'Erring', 'Late', 'Fine', 'Off']) await insertDeviceState(db.pool, t, byName[name]!, { lastSeenAt: minutesAgo(2) });
+    for (const name of ['Poor GPS', 'Erring', 'Late', 'Fine', 'Off'])
+      await insertDeviceState(db.pool, t, byName[name]!, { lastSeenAt: minutesAgo(2) });
     await insertDeviceState(db.pool, t, byName.Quiet!, { lastSeenAt: minutesAgo(40) });
 
     // Poor GPS: 20 fixes, 15 valid (75 %).
     await insertMessages(db.pool, t, byName['Poor GPS']!, times(20, 100, 'gps'));
-    await insertReadings(db.pool, t, byName['Poor GPS']!, Array.from({ length: 20 }, (_, index) => ({ type: 'gps', ts: minutesAgo(100 - index), gpsValid: index >= 5 })));
+    await insertReadings(
+      db.pool,
+      t,
+      byName['Poor GPS']!,
+      Array.from({ length: 20 }, (_, index) => ({ type: 'gps', ts: minutesAgo(100 - index), gpsValid: index >= 5 })),
+    );
     // Erring: 11 messages, 2 rejected and one batch stored in part (3 with errors, 27.27 %), one with a long payload.
     await insertMessages(db.pool, t, byName.Erring!, [
       ...times(4, 90, 'adcin'),
       ...times(4, 80, 'heartbeat'),
-      { type: 'gps', receivedAt: minutesAgo(30), status: 'rejected', error: 'invalid_json', errorDetail: 'Unexpected end of JSON input', payload: '{"lat": 95' },
-      { type: 'gps', receivedAt: minutesAgo(20), status: 'rejected', error: 'payload_too_large', payload: `{"pad":"${'x'.repeat(1000)}"}` },
+      {
+        type: 'gps',
+        receivedAt: minutesAgo(30),
+        status: 'rejected',
+        error: 'invalid_json',
+        errorDetail: 'Unexpected end of JSON input',
+        payload: '{"lat": 95',
+      },
+      {
+        type: 'gps',
+        receivedAt: minutesAgo(20),
+        status: 'rejected',
+        error: 'payload_too_large',
+        payload: `{"pad":"${'x'.repeat(1000)}"}`,
+      },
       {
         type: 'batch',
         receivedAt: minutesAgo(10),
@@ -64,9 +95,18 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       db.pool,
       t,
       byName.Late!,
-      Array.from({ length: 10 }, (_, index) => ({ type: 'imu', receivedAt: minutesAgo(70 - index), deviceTs: minutesAgo(80 - index) })),
+      Array.from({ length: 10 }, (_, index) => ({
+        type: 'imu',
+        receivedAt: minutesAgo(70 - index),
+        deviceTs: minutesAgo(80 - index),
+      })),
     );
-    await insertReadings(db.pool, t, byName.Late!, Array.from({ length: 10 }, (_, index) => ({ type: 'imu', ts: minutesAgo(80 - index) })));
+    await insertReadings(
+      db.pool,
+      t,
+      byName.Late!,
+      Array.from({ length: 10 }, (_, index) => ({ type: 'imu', ts: minutesAgo(80 - index) })),
+    );
     // Quiet: last heard 40 minutes ago.
     await insertMessages(db.pool, t, byName.Quiet!, times(5, 45, 'heartbeat'));
     // Fine: 12 valid fixes and 4 hourmeter readings.
@@ -138,7 +178,11 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     });
     expect(entry(body, 'Late')).toMatchObject({ imuEvents: 10, messageCount: 10, statusLabel: 'Delayed data' });
     expect(entry(body, 'Quiet')).toMatchObject({ messageCount: 5, lastSeenAt: expect.any(String) });
-    expect(entry(body, 'Never')).toMatchObject({ messageCount: 0, lastSeenAt: null, notes: ['no message received yet'] });
+    expect(entry(body, 'Never')).toMatchObject({
+      messageCount: 0,
+      lastSeenAt: null,
+      notes: ['no message received yet'],
+    });
     expect(entry(body, 'Fine')).toMatchObject({ gpsOkPercent: 100, hourmeterEvents: 4, notes: [] });
   });
 
@@ -166,7 +210,10 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     });
     expect(body.recentErrors[0].payloadSample).toHaveLength(201);
     expect(body.recentErrors[0].payloadSample.endsWith('…')).toBe(true);
-    expect(body.recentErrors[1]).toMatchObject({ ingestError: 'invalid_json: Unexpected end of JSON input', payloadSample: '{"lat": 95' });
+    expect(body.recentErrors[1]).toMatchObject({
+      ingestError: 'invalid_json: Unexpected end of JSON input',
+      payloadSample: '{"lat": 95',
+    });
     expect(body.summary).toMatchObject({
       assetsWithData: 6,
       delayedAssets: 1,
@@ -201,7 +248,9 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     const one = await get(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`);
     expect(one.assets.map((item: any) => item.name)).toEqual(['Erring']);
     expect(one.recentErrors).toHaveLength(3);
-    expect((await api.external(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`, fleet.globexKey)).status).toBe(404);
+    expect(
+      (await api.external(`/telemetry/data-quality?assetId=${fleet.byName.Erring!.id}`, fleet.globexKey)).status,
+    ).toBe(404);
   });
 
   it('counts only what falls inside the range, and gives the same answer once gold is refreshed', async () => {
@@ -214,7 +263,12 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
 
     const before = await get('/telemetry/data-quality?from=' + new Date(Date.now() - 3 * HOUR).toISOString());
     const hourStart = Math.floor(Date.now() / HOUR) * HOUR;
-    await materializeGold(db, ['message_counts_hourly', 'reading_counts_hourly'], new Date(hourStart - 48 * HOUR).toISOString(), new Date(hourStart).toISOString());
+    await materializeGold(
+      db,
+      ['message_counts_hourly', 'reading_counts_hourly'],
+      new Date(hourStart - 48 * HOUR).toISOString(),
+      new Date(hourStart).toISOString(),
+    );
     const after = await get('/telemetry/data-quality?from=' + before.from);
     const counts = (body: any) => body.assets.map(({ notes: _notes, lastSeenAt: _seen, ...rest }: any) => rest);
     expect(counts(after)).toEqual(counts(before));
@@ -224,7 +278,10 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
   });
 
   it('takes the error-rate and GPS thresholds from the configuration', async () => {
-    const lenient = await startTestApi(db.pool, db.url, { GANTRY_QUALITY_MAX_ERROR_PERCENT: '30', GANTRY_QUALITY_MIN_GPS_OK_PERCENT: '70' });
+    const lenient = await startTestApi(db.pool, db.url, {
+      GANTRY_QUALITY_MAX_ERROR_PERCENT: '30',
+      GANTRY_QUALITY_MIN_GPS_OK_PERCENT: '70',
+    });
     try {
       const body = await json(await lenient.external('/telemetry/data-quality', fleet.tenantKey));
       expect(entry(body, 'Erring').status).toBe('ok');
@@ -235,9 +292,17 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
   });
 
   it('says not_configured for a key without telemetry, and 400 for bad input', async () => {
-    const other = await provisioning.createApiKey(provisioner(db.pool), fleet.tenantId, { name: 'nobody', customerName: 'Initech' });
+    const other = await provisioning.createApiKey(provisioner(db.pool), fleet.tenantId, {
+      name: 'nobody',
+      customerName: 'Initech',
+    });
     const empty = await get('/telemetry/data-quality', other.key);
-    expect(empty).toMatchObject({ telemetryEnabled: false, capabilityState: 'not_configured', assets: [], summary: { totalAssets: 0, qualityScore: 0 } });
+    expect(empty).toMatchObject({
+      telemetryEnabled: false,
+      capabilityState: 'not_configured',
+      assets: [],
+      summary: { totalAssets: 0, qualityScore: 0 },
+    });
     for (const [query, expected] of [
       ['from=2026-01-01&to=2026-03-01', 'at most 31 days'],
       ['assetId=1', 'assetId'],

@@ -30,10 +30,20 @@ beforeAll(async () => {
     identifier: 'OP-001',
     lastMessageType: 'adcin',
   });
-  await insertDeviceState(db.pool, fleet.tenantId, byName['SC 02']!, { lastSeenAt: minutesAgo(11), adcOn: false, ignition: true });
-  await insertDeviceState(db.pool, fleet.tenantId, byName['SC 03']!, { lastSeenAt: minutesAgo(25 * 60), ignition: false, adcOn: true });
+  await insertDeviceState(db.pool, fleet.tenantId, byName['SC 02']!, {
+    lastSeenAt: minutesAgo(11),
+    adcOn: false,
+    ignition: true,
+  });
+  await insertDeviceState(db.pool, fleet.tenantId, byName['SC 03']!, {
+    lastSeenAt: minutesAgo(25 * 60),
+    ignition: false,
+    adcOn: true,
+  });
   await insertDeviceState(db.pool, fleet.tenantId, byName['SC 05']!, { lastSeenAt: minutesAgo(1) });
-  await provisioning.updateDevice(provisioner(db.pool), fleet.tenantId, byName['SC 05']!.deviceUuid, { enabled: false });
+  await provisioning.updateDevice(provisioner(db.pool), fleet.tenantId, byName['SC 05']!.deviceUuid, {
+    enabled: false,
+  });
 });
 afterAll(async () => {
   await api?.close();
@@ -71,7 +81,12 @@ describe('GET /telemetry/devices', () => {
       lastIdentifier: 'OP-001',
       lastMessageType: 'adcin',
     });
-    expect(byAsset['SC 02']).toMatchObject({ onlineStatus: 'silent', adcState: 'off', workState: 'empty', containerAttached: false });
+    expect(byAsset['SC 02']).toMatchObject({
+      onlineStatus: 'silent',
+      adcState: 'off',
+      workState: 'empty',
+      containerAttached: false,
+    });
     expect(byAsset['SC 03']).toMatchObject({ onlineStatus: 'offline', workState: 'off' });
     expect(byAsset['SC 04']).toMatchObject({
       onlineStatus: 'unknown',
@@ -89,7 +104,9 @@ describe('GET /telemetry/devices', () => {
 
   it('filters by status, asset, enabled and search text, and pages in device-id order', async () => {
     expect((await devices('?status=silent')).items.map((item: any) => item.assetName)).toEqual(['SC 02']);
-    expect((await devices(`?assetId=${fleet.byName['SC 04']!.id}`)).items.map((item: any) => item.assetName)).toEqual(['SC 04']);
+    expect((await devices(`?assetId=${fleet.byName['SC 04']!.id}`)).items.map((item: any) => item.assetName)).toEqual([
+      'SC 04',
+    ]);
     expect((await devices('?enabled=false')).items.map((item: any) => item.assetName)).toEqual(['SC 05']);
     expect((await devices('?q=sc-03')).items.map((item: any) => item.assetName)).toEqual(['SC 03']);
     expect((await devices('?q=SC%2003%20TRACKER')).items.map((item: any) => item.assetName)).toEqual(['SC 03']);
@@ -111,7 +128,10 @@ describe('GET /telemetry/devices', () => {
   });
 
   it('takes the online and silent thresholds from the configuration', async () => {
-    const strict = await startTestApi(db.pool, db.url, { GANTRY_DEVICE_ONLINE_SECONDS: '60', GANTRY_DEVICE_SILENT_SECONDS: '600' });
+    const strict = await startTestApi(db.pool, db.url, {
+      GANTRY_DEVICE_ONLINE_SECONDS: '60',
+      GANTRY_DEVICE_SILENT_SECONDS: '600',
+    });
     try {
       const body = await json(await strict.external('/telemetry/devices', fleet.tenantKey));
       const status = Object.fromEntries(body.items.map((item: any) => [item.assetName, item.onlineStatus]));

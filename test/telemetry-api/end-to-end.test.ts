@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '@gantry/config';
 import { createOutbox } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
-import { createPublisher, destination, MachineScript, publishMessages, type LatLon, type MachineTruth } from '@gantry/simulator';
+import {
+  createPublisher,
+  destination,
+  MachineScript,
+  publishMessages,
+  type LatLon,
+  type MachineTruth,
+} from '@gantry/simulator';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -38,10 +45,28 @@ beforeAll(async () => {
   const mqttUrl = inject('mqttUrl');
   ingest = await startTestIngest({ pool: db.pool, databaseUrl: db.url, mqttUrl });
 
-  const script = new MachineScript({ deviceId: fleet.byName['SC 01']!.deviceId, start: START, position: YARD, gpsEveryS: 5, hourmeterEveryS: 60, heartbeatEveryS: 60 });
+  const script = new MachineScript({
+    deviceId: fleet.byName['SC 01']!.deviceId,
+    start: START,
+    position: YARD,
+    gpsEveryS: 5,
+    hourmeterEveryS: 60,
+    heartbeatEveryS: 60,
+  });
   const quay = destination(YARD, 600, 90);
   const stack = destination(quay, 400, 0);
-  script.ignitionOn().login('OP-7').idle(300).drive(quay, 14).lift().idle(30).drive(stack, 9).idle(60).drop().idle(200).shock(3.1);
+  script
+    .ignitionOn()
+    .login('OP-7')
+    .idle(300)
+    .drive(quay, 14)
+    .lift()
+    .idle(30)
+    .drive(stack, 9)
+    .idle(60)
+    .drop()
+    .idle(200)
+    .shock(3.1);
   script.drive(YARD, 12).idle(150).logout().idle(20).ignitionOff().idle(600);
   truth = script.truth();
 
@@ -49,7 +74,10 @@ beforeAll(async () => {
   published = await publishMessages(publisher, script.messages(), { qos: 1 });
   await publisher.close();
   await waitFor(
-    () => countOf(db.pool, `SELECT count(*) AS count FROM device_messages WHERE device_id = $1`, [fleet.byName['SC 01']!.deviceUuid]),
+    () =>
+      countOf(db.pool, `SELECT count(*) AS count FROM device_messages WHERE device_id = $1`, [
+        fleet.byName['SC 01']!.deviceUuid,
+      ]),
     (count) => count >= published,
     120_000,
     'ingest to store every published message',
@@ -80,12 +108,15 @@ async function get(path: string, key = fleet.tenantKey) {
 const near = (actual: number, expected: number, slack = 0) =>
   expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(1, Math.abs(expected) * 0.01) + slack);
 
-
 describe('telemetry API over real ingest and derivation', () => {
   it('shows the device as just heard from, with the latest identifier and state', async () => {
     const body = await get('/telemetry/devices');
     const device = body.items.find((item: any) => item.assetName === 'SC 01');
-    expect(device).toMatchObject({ onlineStatus: 'online', lastIdentifier: 'OP-7', hourmeterValue: expect.any(Number) });
+    expect(device).toMatchObject({
+      onlineStatus: 'online',
+      lastIdentifier: 'OP-7',
+      hourmeterValue: expect.any(Number),
+    });
     expect(Date.parse(device.lastMessageAt)).toBe(truth.end);
     expect(body.items.find((item: any) => item.assetName === 'SC 02')).toMatchObject({ onlineStatus: 'unknown' });
   });
@@ -95,17 +126,29 @@ describe('telemetry API over real ingest and derivation', () => {
     expect(sessions.items).toHaveLength(1);
     const [session] = sessions.items;
     const expected = truth.usageSessions[0]!;
-    expect(session).toMatchObject({ startReason: 'ignition_on', endReason: 'ignition_off', identifier: 'OP-7', operatorName: 'Gus Grant' });
+    expect(session).toMatchObject({
+      startReason: 'ignition_on',
+      endReason: 'ignition_off',
+      identifier: 'OP-7',
+      operatorName: 'Gus Grant',
+    });
     expect(Date.parse(session.startTs)).toBe(expected.start);
     // The script's ignition switches carry their own readings, so the session ends exactly there.
     expect(Date.parse(session.endTs)).toBe(expected.end);
     expect(session.containerWork.containerCycleCount).toBe(expected.containerCycles);
     near(session.distanceM, expected.distanceM);
     const identifiers = await get(`/telemetry/identifier-sessions?from=${YESTERDAY}&to=${YESTERDAY}&identifier=OP-7`);
-    expect(identifiers.items.map((item: any) => [item.identifier, item.endReason, Date.parse(item.startTs), Date.parse(item.endTs)])).toEqual(
-      truth.identifierSessions.map((item) => [item.identifier, item.endReason, item.start, item.end]),
+    expect(
+      identifiers.items.map((item: any) => [
+        item.identifier,
+        item.endReason,
+        Date.parse(item.startTs),
+        Date.parse(item.endTs),
+      ]),
+    ).toEqual(truth.identifierSessions.map((item) => [item.identifier, item.endReason, item.start, item.end]));
+    expect((await get(`/telemetry/usage-sessions?from=${YESTERDAY}&to=${YESTERDAY}`, fleet.globexKey)).items).toEqual(
+      [],
     );
-    expect((await get(`/telemetry/usage-sessions?from=${YESTERDAY}&to=${YESTERDAY}`, fleet.globexKey)).items).toEqual([]);
   });
 
   it('answers utilization and container work from gold with the machine’s true figures', async () => {
@@ -126,7 +169,9 @@ describe('telemetry API over real ingest and derivation', () => {
   });
 
   it('draws the route from the gold position buckets', async () => {
-    const body = await get(`/telemetry/assets/${fleet.byName['SC 01']!.id}/positions?from=${new Date(START).toISOString()}&to=${new Date(START + 2 * HOUR).toISOString()}&limit=500`);
+    const body = await get(
+      `/telemetry/assets/${fleet.byName['SC 01']!.id}/positions?from=${new Date(START).toISOString()}&to=${new Date(START + 2 * HOUR).toISOString()}&limit=500`,
+    );
     expect(body.source).toBe('gold');
     expect(body.resolution).toBe('1min');
     expect(body.items.length).toBeGreaterThan(5);
@@ -140,7 +185,13 @@ describe('telemetry API over real ingest and derivation', () => {
     const to = new Date(Date.now() + 60_000).toISOString();
     const body = await get(`/telemetry/data-quality?assetId=${fleet.byName['SC 01']!.id}&from=${from}&to=${to}`);
     const [entry] = body.assets;
-    expect(entry).toMatchObject({ messageCount: published, errorMessages: 0, parsedMessages: published, gpsEvents: truth.gpsFixes, validGpsEvents: truth.validGpsFixes });
+    expect(entry).toMatchObject({
+      messageCount: published,
+      errorMessages: 0,
+      parsedMessages: published,
+      gpsEvents: truth.gpsFixes,
+      validGpsEvents: truth.validGpsFixes,
+    });
     expect(entry.imuEvents).toBe(truth.readings.imu);
   });
 });

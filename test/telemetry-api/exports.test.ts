@@ -37,16 +37,37 @@ beforeAll(async () => {
   ]);
   const t = fleet.tenantId;
   const { byName } = fleet;
-  for (const asset of fleet.assets) await insertDeviceState(db.pool, t, asset, { lastSeenAt: minutesAgo(1), latitude: 51.9, longitude: 4 });
-  await insertUsageSession(db.pool, t, byName['SC 01']!, { start: '2026-03-10T08:00:00Z', end: '2026-03-10T09:00:00Z', identifier: 'OP-1' });
-  await insertUsageSession(db.pool, t, byName['SC 02']!, { start: '2026-03-10T10:00:00Z', end: '2026-03-10T11:00:00Z' });
-  await insertUsageSession(db.pool, t, byName['SC 03']!, { start: '2026-03-10T12:00:00Z', end: '2026-03-10T13:00:00Z' });
-  await insertIdentifierSession(db.pool, t, byName['SC 01']!, { identifier: 'OP-1', start: '2026-03-10T08:00:00Z', end: '2026-03-10T09:00:00Z' });
+  for (const asset of fleet.assets)
+    await insertDeviceState(db.pool, t, asset, { lastSeenAt: minutesAgo(1), latitude: 51.9, longitude: 4 });
+  await insertUsageSession(db.pool, t, byName['SC 01']!, {
+    start: '2026-03-10T08:00:00Z',
+    end: '2026-03-10T09:00:00Z',
+    identifier: 'OP-1',
+  });
+  await insertUsageSession(db.pool, t, byName['SC 02']!, {
+    start: '2026-03-10T10:00:00Z',
+    end: '2026-03-10T11:00:00Z',
+  });
+  await insertUsageSession(db.pool, t, byName['SC 03']!, {
+    start: '2026-03-10T12:00:00Z',
+    end: '2026-03-10T13:00:00Z',
+  });
+  await insertIdentifierSession(db.pool, t, byName['SC 01']!, {
+    identifier: 'OP-1',
+    start: '2026-03-10T08:00:00Z',
+    end: '2026-03-10T09:00:00Z',
+  });
   const zone = await createGeofence(db.pool, t, 'Quay', 'forbidden');
   await insertAlert(db.pool, t, zone.id, byName['SC 01']!, { createdAt: '2026-03-10T08:30:00Z' });
   await insertAlert(db.pool, t, zone.id, byName['SC 03']!, { createdAt: '2026-03-10T09:30:00Z' });
-  await insertServiceRequest(db.pool, t, { createdAt: '2026-03-10T08:10:00Z', priority: 'urgent', asset: byName['SC 01'] });
-  await insertSegments(db.pool, t, byName['SC 01']!, [{ start: '2026-03-10T08:00:00Z', seconds: 1800, moving: true, loaded: true, distanceM: 1500, cycles: 3 }]);
+  await insertServiceRequest(db.pool, t, {
+    createdAt: '2026-03-10T08:10:00Z',
+    priority: 'urgent',
+    asset: byName['SC 01'],
+  });
+  await insertSegments(db.pool, t, byName['SC 01']!, [
+    { start: '2026-03-10T08:00:00Z', seconds: 1800, moving: true, loaded: true, distanceM: 1500, cycles: 3 },
+  ]);
   await insertSegments(db.pool, t, byName['SC 03']!, [{ start: '2026-03-10T09:00:00Z', seconds: 3600, distanceM: 0 }]);
   await insertReadings(db.pool, t, byName['SC 01']!, [
     { type: 'gps', ts: '2026-03-10T08:00:10Z', latitude: 51.91, longitude: 4.01 },
@@ -57,7 +78,10 @@ beforeAll(async () => {
   // A second tenant with more than two export pages of sessions and of utilization rows.
   bigFleet = await createFleet(
     db.pool,
-    Array.from({ length: 24 }, (_, index): [string, string] => [`Big ${String(index + 1).padStart(2, '0')}`, index % 2 === 0 ? 'Acme' : 'Globex']),
+    Array.from({ length: 24 }, (_, index): [string, string] => [
+      `Big ${String(index + 1).padStart(2, '0')}`,
+      index % 2 === 0 ? 'Acme' : 'Globex',
+    ]),
     'Big tenant',
   );
   const first = bigFleet.assets[0]!;
@@ -102,24 +126,29 @@ const exports: Array<[string, string, number]> = [
 ];
 
 describe('telemetry exports', () => {
-  it.each(exports)('%s exports as CSV with a header row, the export headers and the rows of the list', async (name, query, rows) => {
-    const positions = name === 'positions' ? `&assetId=${fleet.byName['SC 01']!.id}` : '';
-    const { response, rows: csv } = await download(`/telemetry/${name}/export.csv?${query}${positions}`);
-    expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
-    expect(response.headers.get('content-disposition')).toBe(`attachment; filename="telemetry-${name}.csv"`);
-    expect(response.headers.get('x-export-limit')).toBe('50000');
-    expect(response.headers.get('x-export-offset')).toBe('0');
-    expect(response.headers.get('x-export-truncated')).toBe('false');
-    expect(response.headers.get('x-next-offset')).toBeNull();
-    expect(csv).toHaveLength(rows + 1);
-  });
+  it.each(exports)(
+    '%s exports as CSV with a header row, the export headers and the rows of the list',
+    async (name, query, rows) => {
+      const positions = name === 'positions' ? `&assetId=${fleet.byName['SC 01']!.id}` : '';
+      const { response, rows: csv } = await download(`/telemetry/${name}/export.csv?${query}${positions}`);
+      expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+      expect(response.headers.get('content-disposition')).toBe(`attachment; filename="telemetry-${name}.csv"`);
+      expect(response.headers.get('x-export-limit')).toBe('50000');
+      expect(response.headers.get('x-export-offset')).toBe('0');
+      expect(response.headers.get('x-export-truncated')).toBe('false');
+      expect(response.headers.get('x-next-offset')).toBeNull();
+      expect(csv).toHaveLength(rows + 1);
+    },
+  );
 
   it.each(exports)('%s exports as XLSX with the same rows as the CSV', async (name, query) => {
     const positions = name === 'positions' ? `&assetId=${fleet.byName['SC 01']!.id}` : '';
     const { rows: csv } = await download(`/telemetry/${name}/export.csv?${query}${positions}`);
     const response = await api.external(`/telemetry/${name}/export.xlsx?${query}${positions}`, fleet.tenantKey);
     expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+    expect(response.headers.get('content-type')).toBe(
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    );
     expect(response.headers.get('x-export-truncated')).toBe('false');
     const sheet = await readXlsxRows(await response.arrayBuffer());
     expect(sheet[0]).toEqual(csv[0]);
@@ -130,13 +159,42 @@ describe('telemetry exports', () => {
 
   it('writes the list’s fields as columns, nested objects flattened', async () => {
     const { rows } = await download('/telemetry/usage-sessions/export.csv?from=2026-03-10&to=2026-03-10');
-    const list = await json(await api.external('/telemetry/usage-sessions?from=2026-03-10&to=2026-03-10', fleet.tenantKey));
+    const list = await json(
+      await api.external('/telemetry/usage-sessions?from=2026-03-10&to=2026-03-10', fleet.tenantKey),
+    );
     const header = rows[0]!;
     expect(header).toEqual([
-      'id', 'assetId', 'assetIdentifier', 'assetName', 'assetDisplayCode', 'assetType', 'assetLocation', 'assetCustomerName',
-      'deviceId', 'identifier', 'operatorName', 'startReason', 'endReason', 'startTs', 'endTs', 'confidence', 'distanceM',
-      'durationSeconds', 'movingSeconds', 'stationaryRunningSeconds', 'stopCount', 'tripCount', 'imuAnomalyCount', 'imuSampleCount',
-      'hourmeterDelta', 'containerCycleCount', 'loadedSeconds', 'emptySeconds', 'loadedDistanceM', 'emptyDistanceM', 'loadedPercent',
+      'id',
+      'assetId',
+      'assetIdentifier',
+      'assetName',
+      'assetDisplayCode',
+      'assetType',
+      'assetLocation',
+      'assetCustomerName',
+      'deviceId',
+      'identifier',
+      'operatorName',
+      'startReason',
+      'endReason',
+      'startTs',
+      'endTs',
+      'confidence',
+      'distanceM',
+      'durationSeconds',
+      'movingSeconds',
+      'stationaryRunningSeconds',
+      'stopCount',
+      'tripCount',
+      'imuAnomalyCount',
+      'imuSampleCount',
+      'hourmeterDelta',
+      'containerCycleCount',
+      'loadedSeconds',
+      'emptySeconds',
+      'loadedDistanceM',
+      'emptyDistanceM',
+      'loadedPercent',
     ]);
     const record = Object.fromEntries(header.map((column, index) => [column, rows[1]![index]]));
     const item = list.items[0];
@@ -152,7 +210,9 @@ describe('telemetry exports', () => {
     expect(rows.slice(1).map((row) => row[0])).toEqual(list.items.map((entry: any) => entry.id));
 
     const utilization = await download('/telemetry/utilization/export.csv?from=2026-03-10&to=2026-03-10&groupBy=asset');
-    const utilizationList = await json(await api.external('/telemetry/utilization?from=2026-03-10&to=2026-03-10&groupBy=asset', fleet.tenantKey));
+    const utilizationList = await json(
+      await api.external('/telemetry/utilization?from=2026-03-10&to=2026-03-10&groupBy=asset', fleet.tenantKey),
+    );
     const utilizationHeader = utilization.rows[0]!;
     const first = Object.fromEntries(utilizationHeader.map((column, index) => [column, utilization.rows[1]![index]]));
     const firstItem = utilizationList.items[0];
@@ -169,9 +229,15 @@ describe('telemetry exports', () => {
   it('applies the key’s scope and the list’s filters, and refuses bad parameters before any byte', async () => {
     const acme = await download('/telemetry/usage-sessions/export.csv?from=2026-03-10&to=2026-03-10', fleet.acmeKey);
     expect(acme.rows.slice(1).map((row) => row[3])).toEqual(['SC 02', 'SC 01']);
-    const alerts = await download('/telemetry/geofence-alerts/export.csv?from=2026-03-10&to=2026-03-10', fleet.globexKey);
+    const alerts = await download(
+      '/telemetry/geofence-alerts/export.csv?from=2026-03-10&to=2026-03-10',
+      fleet.globexKey,
+    );
     expect(alerts.rows.slice(1).map((row) => row[5])).toEqual(['SC 03']);
-    const other = await api.external(`/telemetry/positions/export.csv?assetId=${fleet.byName['SC 03']!.id}`, fleet.acmeKey);
+    const other = await api.external(
+      `/telemetry/positions/export.csv?assetId=${fleet.byName['SC 03']!.id}`,
+      fleet.acmeKey,
+    );
     expect(other.status).toBe(404);
     for (const [path, expected] of [
       ['/telemetry/positions/export.csv', 'assetId'],
@@ -187,62 +253,80 @@ describe('telemetry exports', () => {
     }
   });
 
-  it('pages a usage-session export of more than 50,000 rows until X-Export-Truncated is false, with no row missing or repeated', async () => {
-    const seen: string[] = [];
-    let offset = 0;
-    let pages = 0;
-    for (;;) {
-      const { response, rows } = await download(`/telemetry/usage-sessions/export.csv?from=2026-01-01&to=2026-04-30&offset=${offset}`, bigFleet.tenantKey);
-      pages += 1;
-      expect(response.headers.get('x-export-offset')).toBe(String(offset));
-      const body = rows.slice(1);
-      seen.push(...body.map((row) => row[0]!));
-      if (response.headers.get('x-export-truncated') === 'false') {
-        expect(response.headers.get('x-next-offset')).toBeNull();
-        expect(body).toHaveLength(BIG_SESSIONS - 2 * PAGE);
-        break;
-      }
-      expect(body).toHaveLength(PAGE);
-      expect(response.headers.get('x-next-offset')).toBe(String(offset + PAGE));
-      offset = Number(response.headers.get('x-next-offset'));
-    }
-    expect(pages).toBe(3);
-    expect(new Set(seen).size).toBe(BIG_SESSIONS);
-    const { rows } = await db.pool.query<{ id: string }>(`SELECT id FROM usage_sessions WHERE tenant_id = $1`, [bigFleet.tenantId]);
-    expect(new Set(rows.map((row) => row.id))).toEqual(new Set(seen));
-  }, BIG_EXPORT_TIMEOUT_MS);
-
-  it('pages a per-asset utilization export of more than 50,000 rows the same way', async () => {
-    const keys: string[] = [];
-    let offset = 0;
-    let truncated = 'true';
-    while (truncated === 'true') {
-      const { response, rows } = await download(
-        `/telemetry/utilization/export.csv?from=2026-01-01&to=2026-04-02&groupBy=asset&offset=${offset}`,
-        bigFleet.tenantKey,
-      );
-      expect(response.headers.get('x-export-offset')).toBe(String(offset));
-      expect(response.headers.get('content-disposition')).toBe(`attachment; filename="telemetry-utilization${offset > 0 ? `-offset-${offset}` : ''}.csv"`);
-      const header = rows[0]!;
-      const bucket = header.indexOf('bucketStart');
-      const asset = header.indexOf('assetId');
-      keys.push(...rows.slice(1).map((row) => `${row[bucket]}/${row[asset]}`));
-      truncated = response.headers.get('x-export-truncated')!;
-      if (truncated === 'true') {
-        expect(rows).toHaveLength(PAGE + 1);
+  it(
+    'pages a usage-session export of more than 50,000 rows until X-Export-Truncated is false, with no row missing or repeated',
+    async () => {
+      const seen: string[] = [];
+      let offset = 0;
+      let pages = 0;
+      for (;;) {
+        const { response, rows } = await download(
+          `/telemetry/usage-sessions/export.csv?from=2026-01-01&to=2026-04-30&offset=${offset}`,
+          bigFleet.tenantKey,
+        );
+        pages += 1;
+        expect(response.headers.get('x-export-offset')).toBe(String(offset));
+        const body = rows.slice(1);
+        seen.push(...body.map((row) => row[0]!));
+        if (response.headers.get('x-export-truncated') === 'false') {
+          expect(response.headers.get('x-next-offset')).toBeNull();
+          expect(body).toHaveLength(BIG_SESSIONS - 2 * PAGE);
+          break;
+        }
+        expect(body).toHaveLength(PAGE);
+        expect(response.headers.get('x-next-offset')).toBe(String(offset + PAGE));
         offset = Number(response.headers.get('x-next-offset'));
-      } else expect(response.headers.get('x-next-offset')).toBeNull();
-    }
-    expect(offset).toBe(PAGE);
-    expect(keys).toHaveLength(24 * 2200);
-    expect(new Set(keys).size).toBe(24 * 2200);
-    expect([...keys].sort((a, b) => (a < b ? -1 : 1))).toEqual(keys);
-  }, BIG_EXPORT_TIMEOUT_MS);
+      }
+      expect(pages).toBe(3);
+      expect(new Set(seen).size).toBe(BIG_SESSIONS);
+      const { rows } = await db.pool.query<{ id: string }>(`SELECT id FROM usage_sessions WHERE tenant_id = $1`, [
+        bigFleet.tenantId,
+      ]);
+      expect(new Set(rows.map((row) => row.id))).toEqual(new Set(seen));
+    },
+    BIG_EXPORT_TIMEOUT_MS,
+  );
+
+  it(
+    'pages a per-asset utilization export of more than 50,000 rows the same way',
+    async () => {
+      const keys: string[] = [];
+      let offset = 0;
+      let truncated = 'true';
+      while (truncated === 'true') {
+        const { response, rows } = await download(
+          `/telemetry/utilization/export.csv?from=2026-01-01&to=2026-04-02&groupBy=asset&offset=${offset}`,
+          bigFleet.tenantKey,
+        );
+        expect(response.headers.get('x-export-offset')).toBe(String(offset));
+        expect(response.headers.get('content-disposition')).toBe(
+          `attachment; filename="telemetry-utilization${offset > 0 ? `-offset-${offset}` : ''}.csv"`,
+        );
+        const header = rows[0]!;
+        const bucket = header.indexOf('bucketStart');
+        const asset = header.indexOf('assetId');
+        keys.push(...rows.slice(1).map((row) => `${row[bucket]}/${row[asset]}`));
+        truncated = response.headers.get('x-export-truncated')!;
+        if (truncated === 'true') {
+          expect(rows).toHaveLength(PAGE + 1);
+          offset = Number(response.headers.get('x-next-offset'));
+        } else expect(response.headers.get('x-next-offset')).toBeNull();
+      }
+      expect(offset).toBe(PAGE);
+      expect(keys).toHaveLength(24 * 2200);
+      expect(new Set(keys).size).toBe(24 * 2200);
+      expect([...keys].sort((a, b) => (a < b ? -1 : 1))).toEqual(keys);
+    },
+    BIG_EXPORT_TIMEOUT_MS,
+  );
 
   it('writes XLSX files a real spreadsheet reader (LibreOffice) opens with the CSV’s rows', async (context) => {
-    if (!(await hasSoffice())) context.skip('LibreOffice (soffice) is not installed: apt-get install -y libreoffice-calc-nogui');
+    if (!(await hasSoffice()))
+      context.skip('LibreOffice (soffice) is not installed: apt-get install -y libreoffice-calc-nogui');
     for (const path of ['/telemetry/usage-sessions/export', '/telemetry/utilization/export']) {
-      const query = path.includes('utilization') ? '?from=2026-03-10&to=2026-03-10&groupBy=asset' : '?from=2026-03-10&to=2026-03-10';
+      const query = path.includes('utilization')
+        ? '?from=2026-03-10&to=2026-03-10&groupBy=asset'
+        : '?from=2026-03-10&to=2026-03-10';
       const { rows: csv } = await download(`${path}.csv${query}`);
       const xlsx = await api.external(`${path}.xlsx${query}`, fleet.tenantKey);
       const office = await libreOfficeCsv(await xlsx.arrayBuffer());

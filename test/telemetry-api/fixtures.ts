@@ -27,7 +27,11 @@ export interface Fleet extends TenantFixture {
  * A tenant with keys for customers Acme and Globex, an asset type and, per entry, one
  * asset with one device: `[name, customerName]`.
  */
-export async function createFleet(pool: Pool, entries: Array<[string, string]>, tenantName = 'Telemetry tenant'): Promise<Fleet> {
+export async function createFleet(
+  pool: Pool,
+  entries: Array<[string, string]>,
+  tenantName = 'Telemetry tenant',
+): Promise<Fleet> {
   const tenant = await createTenantWithKeys(pool, ['Acme', 'Globex'], tenantName);
   const deps = provisioner(pool);
   await provisioning.createAssetType(deps, tenant.tenantId, { name: 'Straddle carrier' });
@@ -42,10 +46,20 @@ export async function createFleet(pool: Pool, entries: Array<[string, string]>, 
       location: 'Yard 1',
     });
     const deviceId = `dev-${identifier.toLowerCase()}-${randomUUID().slice(0, 6)}`;
-    const device = await provisioning.createDevice(deps, tenant.tenantId, { deviceId, assetId: asset.id, displayName: `${name} tracker` });
+    const device = await provisioning.createDevice(deps, tenant.tenantId, {
+      deviceId,
+      assetId: asset.id,
+      displayName: `${name} tracker`,
+    });
     assets.push({ id: asset.id, name, identifier, customerName, deviceUuid: device.id, deviceId });
   }
-  return { ...tenant, acmeKey: tenant.customerKeys.Acme!, globexKey: tenant.customerKeys.Globex!, assets, byName: Object.fromEntries(assets.map((asset) => [asset.name, asset])) };
+  return {
+    ...tenant,
+    acmeKey: tenant.customerKeys.Acme!,
+    globexKey: tenant.customerKeys.Globex!,
+    assets,
+    byName: Object.fromEntries(assets.map((asset) => [asset.name, asset])),
+  };
 }
 
 export interface StateRow {
@@ -62,7 +76,12 @@ export interface StateRow {
 }
 
 /** The device_state row ingest would keep for the asset's device; each group's time is set when the group is given. */
-export async function insertDeviceState(pool: Pool, tenantId: string, asset: FleetAsset, state: StateRow): Promise<void> {
+export async function insertDeviceState(
+  pool: Pool,
+  tenantId: string,
+  asset: FleetAsset,
+  state: StateRow,
+): Promise<void> {
   await pool.query(
     `INSERT INTO device_state (device_id, tenant_id, asset_id, first_seen_at, last_seen_at, last_message_at, last_message_type,
        latitude, longitude, position_ts, gps_valid, adc_on, adc_ts, hourmeter, hourmeter_ts, identifier, identifier_ts, ignition, ignition_ts,
@@ -100,7 +119,12 @@ export interface ReadingInput {
 }
 
 /** Silver readings of the asset's device. */
-export async function insertReadings(pool: Pool, tenantId: string, asset: FleetAsset, readings: ReadingInput[]): Promise<void> {
+export async function insertReadings(
+  pool: Pool,
+  tenantId: string,
+  asset: FleetAsset,
+  readings: ReadingInput[],
+): Promise<void> {
   await pool.query(
     `INSERT INTO telemetry_readings (tenant_id, device_id, asset_id, type, ts, received_at, latitude, longitude, gps_valid, fix)
      SELECT $1, $2, $3, r.type, r.ts, r.received_at, r.latitude, r.longitude, r.gps_valid, r.gps_valid
@@ -131,7 +155,12 @@ export interface MessageInput {
 }
 
 /** Bronze messages of the asset's device, as ingest keeps them. */
-export async function insertMessages(pool: Pool, tenantId: string, asset: FleetAsset, messages: MessageInput[]): Promise<void> {
+export async function insertMessages(
+  pool: Pool,
+  tenantId: string,
+  asset: FleetAsset,
+  messages: MessageInput[],
+): Promise<void> {
   await pool.query(
     `INSERT INTO device_messages (received_at, topic, device_key, device_id, tenant_id, asset_id, message_type, status, error, error_detail,
        device_ts, reading_count, payload_size, payload)
@@ -174,7 +203,12 @@ export interface UsageSessionInput {
 }
 
 /** A usage session as derivation stores it; the numbers not given follow from the times. */
-export async function insertUsageSession(pool: Pool, tenantId: string, asset: FleetAsset, input: UsageSessionInput): Promise<string> {
+export async function insertUsageSession(
+  pool: Pool,
+  tenantId: string,
+  asset: FleetAsset,
+  input: UsageSessionInput,
+): Promise<string> {
   const id = randomUUID();
   const duration = Math.round((Date.parse(input.end) - Date.parse(input.start)) / 1000);
   await pool.query(
@@ -218,7 +252,12 @@ export interface IdentifierSessionInput {
   endReason?: string | null;
 }
 
-export async function insertIdentifierSession(pool: Pool, tenantId: string, asset: FleetAsset, input: IdentifierSessionInput): Promise<string> {
+export async function insertIdentifierSession(
+  pool: Pool,
+  tenantId: string,
+  asset: FleetAsset,
+  input: IdentifierSessionInput,
+): Promise<string> {
   const id = randomUUID();
   const duration = Math.round((Date.parse(input.end) - Date.parse(input.start)) / 1000);
   await pool.query(
@@ -247,23 +286,49 @@ export async function insertIdentifierSession(pool: Pool, tenantId: string, asse
   return id;
 }
 
-export async function createOperator(pool: Pool, tenantId: string, identifier: string, operatorName: string): Promise<void> {
+export async function createOperator(
+  pool: Pool,
+  tenantId: string,
+  identifier: string,
+  operatorName: string,
+): Promise<void> {
   await provisioning.createOperator(provisioner(pool), tenantId, { identifier, operatorName });
 }
 
 /** A square zone around (lon, lat). */
-export async function createGeofence(pool: Pool, tenantId: string, name: string, type: 'allowed' | 'forbidden', lon = 4.0, lat = 51.9) {
+export async function createGeofence(
+  pool: Pool,
+  tenantId: string,
+  name: string,
+  type: 'allowed' | 'forbidden',
+  lon = 4.0,
+  lat = 51.9,
+) {
   return provisioning.createGeofence(provisioner(pool), tenantId, {
     name,
     type,
     geometry: {
       type: 'Polygon',
-      coordinates: [[[lon, lat], [lon + 0.1, lat], [lon + 0.1, lat + 0.1], [lon, lat + 0.1], [lon, lat]]],
+      coordinates: [
+        [
+          [lon, lat],
+          [lon + 0.1, lat],
+          [lon + 0.1, lat + 0.1],
+          [lon, lat + 0.1],
+          [lon, lat],
+        ],
+      ],
     },
   });
 }
 
-export async function insertMembership(pool: Pool, tenantId: string, geofenceId: string, asset: FleetAsset, inside: boolean): Promise<void> {
+export async function insertMembership(
+  pool: Pool,
+  tenantId: string,
+  geofenceId: string,
+  asset: FleetAsset,
+  inside: boolean,
+): Promise<void> {
   await pool.query(
     `INSERT INTO geofence_memberships (tenant_id, geofence_id, asset_id, device_id, inside, changed_at) VALUES ($1, $2, $3, $4, $5, now())`,
     [tenantId, geofenceId, asset.id, asset.deviceUuid, inside],
@@ -277,7 +342,13 @@ export interface AlertInput {
   status?: 'open' | 'acknowledged';
 }
 
-export async function insertAlert(pool: Pool, tenantId: string, geofenceId: string, asset: FleetAsset, input: AlertInput): Promise<string> {
+export async function insertAlert(
+  pool: Pool,
+  tenantId: string,
+  geofenceId: string,
+  asset: FleetAsset,
+  input: AlertInput,
+): Promise<string> {
   const id = randomUUID();
   await pool.query(
     `INSERT INTO geofence_alerts (id, tenant_id, geofence_id, asset_id, device_id, alert_type, status, is_active, created_at,
@@ -312,7 +383,12 @@ export interface SegmentInput {
 }
 
 /** Derived segments (never crossing an hour boundary, as derivation writes them). */
-export async function insertSegments(pool: Pool, tenantId: string, asset: FleetAsset, segments: SegmentInput[]): Promise<void> {
+export async function insertSegments(
+  pool: Pool,
+  tenantId: string,
+  asset: FleetAsset,
+  segments: SegmentInput[],
+): Promise<void> {
   for (const segment of segments) {
     const end = new Date(Date.parse(segment.start) + segment.seconds * 1000).toISOString();
     await pool.query(

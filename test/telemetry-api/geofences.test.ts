@@ -27,11 +27,22 @@ beforeAll(async () => {
   await insertMembership(db.pool, t, yard.id, byName['SC 02']!, true);
   await insertMembership(db.pool, t, yard.id, byName['SC 01']!, false);
 
-  alerts.old = await insertAlert(db.pool, t, quay.id, byName['SC 01']!, { createdAt: '2026-04-01T08:00:00Z', resolvedAt: '2026-04-01T08:20:00Z' });
-  alerts.long = await insertAlert(db.pool, t, yard.id, byName['SC 01']!, { createdAt: '2026-04-02T22:00:00Z', alertType: 'allowed_exit', resolvedAt: '2026-04-03T02:00:00Z' });
+  alerts.old = await insertAlert(db.pool, t, quay.id, byName['SC 01']!, {
+    createdAt: '2026-04-01T08:00:00Z',
+    resolvedAt: '2026-04-01T08:20:00Z',
+  });
+  alerts.long = await insertAlert(db.pool, t, yard.id, byName['SC 01']!, {
+    createdAt: '2026-04-02T22:00:00Z',
+    alertType: 'allowed_exit',
+    resolvedAt: '2026-04-03T02:00:00Z',
+  });
   alerts.acme = await insertAlert(db.pool, t, quay.id, byName['SC 01']!, { createdAt: '2026-04-03T10:00:00Z' });
   alerts.globex = await insertAlert(db.pool, t, quay.id, byName['SC 03']!, { createdAt: '2026-04-03T11:00:00Z' });
-  alerts.acked = await insertAlert(db.pool, t, yard.id, byName['SC 02']!, { createdAt: '2026-04-03T12:00:00Z', alertType: 'allowed_exit', status: 'acknowledged' });
+  alerts.acked = await insertAlert(db.pool, t, yard.id, byName['SC 02']!, {
+    createdAt: '2026-04-03T12:00:00Z',
+    alertType: 'allowed_exit',
+    status: 'acknowledged',
+  });
 });
 afterAll(async () => {
   await api?.close();
@@ -45,7 +56,8 @@ async function get(path: string, key = fleet.tenantKey) {
   return body;
 }
 
-const names = (body: any) => body.items.map((item: any) => Object.entries(alerts).find(([, id]) => id === item.id)?.[0]);
+const names = (body: any) =>
+  body.items.map((item: any) => Object.entries(alerts).find(([, id]) => id === item.id)?.[0]);
 
 describe('GET /telemetry/geofences', () => {
   it('lists the zones with their active alerts and the assets inside', async () => {
@@ -56,7 +68,18 @@ describe('GET /telemetry/geofences', () => {
       name: 'Quay edge',
       type: 'forbidden',
       enabled: true,
-      geometry: { type: 'Polygon', coordinates: [[[4, 51.9], [4.1, 51.9], [4.1, 52], [4, 52], [4, 51.9]]] },
+      geometry: {
+        type: 'Polygon',
+        coordinates: [
+          [
+            [4, 51.9],
+            [4.1, 51.9],
+            [4.1, 52],
+            [4, 52],
+            [4, 51.9],
+          ],
+        ],
+      },
       activeAlertCount: 2,
       assetCount: 2,
       createdAt: expect.any(String),
@@ -95,9 +118,16 @@ describe('GET /telemetry/geofence-alerts', () => {
       acknowledgedAt: null,
       resolvedAt: null,
     });
-    expect(day.items.find((item: any) => item.id === alerts.long)).toMatchObject({ isActive: false, resolvedAt: '2026-04-03T02:00:00.000Z' });
+    expect(day.items.find((item: any) => item.id === alerts.long)).toMatchObject({
+      isActive: false,
+      resolvedAt: '2026-04-03T02:00:00.000Z',
+    });
     // An alert still active today although opened days ago is in today's list.
-    expect(names(await get('/telemetry/geofence-alerts?from=2026-04-10&to=2026-04-10'))).toEqual(['acked', 'globex', 'acme']);
+    expect(names(await get('/telemetry/geofence-alerts?from=2026-04-10&to=2026-04-10'))).toEqual([
+      'acked',
+      'globex',
+      'acme',
+    ]);
     expect(names(await get('/telemetry/geofence-alerts?from=2026-04-01&to=2026-04-01'))).toEqual(['old']);
   });
 
@@ -107,11 +137,19 @@ describe('GET /telemetry/geofence-alerts', () => {
     expect(names(await get(`/telemetry/geofence-alerts?${range}&active=false`))).toEqual(['long', 'old']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&alertType=allowed_exit`))).toEqual(['acked', 'long']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&geofenceId=${yard.id}`))).toEqual(['acked', 'long']);
-    expect(names(await get(`/telemetry/geofence-alerts?${range}&assetId=${fleet.byName['SC 03']!.id}`))).toEqual(['globex']);
+    expect(names(await get(`/telemetry/geofence-alerts?${range}&assetId=${fleet.byName['SC 03']!.id}`))).toEqual([
+      'globex',
+    ]);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&q=quay`))).toEqual(['globex', 'acme', 'old']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}`, fleet.globexKey))).toEqual(['globex']);
     expect(names(await get(`/telemetry/geofence-alerts?${range}&limit=2&offset=1`))).toEqual(['globex', 'acme']);
-    for (const query of ['status=closed', 'active=yes', 'alertType=forbidden_exit', 'geofenceId=x', 'from=2026-04-31']) {
+    for (const query of [
+      'status=closed',
+      'active=yes',
+      'alertType=forbidden_exit',
+      'geofenceId=x',
+      'from=2026-04-31',
+    ]) {
       const response = await api.external(`/telemetry/geofence-alerts?${query}`, fleet.tenantKey);
       expect(response.status, query).toBe(400);
       expect((await json(response)).error).toContain(query.split('=')[0]);
@@ -130,14 +168,18 @@ describe('POST /telemetry/geofence-alerts/{id}/acknowledge', () => {
 
   it('acknowledges an alert and writes telemetry.geofence_alert.acknowledged to the outbox', async () => {
     const before = Date.now();
-    const response = await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.acmeKey, { method: 'POST' });
+    const response = await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.acmeKey, {
+      method: 'POST',
+    });
     const body = await json(response);
     expect(response.status, JSON.stringify(body)).toBe(200);
     expect(body).toMatchObject({ id: alerts.acme, status: 'acknowledged', isActive: true, resolvedAt: null });
     expect(Date.parse(body.acknowledgedAt)).toBeGreaterThanOrEqual(before - 1000);
 
     const listed = await get(`/telemetry/geofence-alerts?from=2026-04-03&to=2026-04-03&status=acknowledged`);
-    expect(listed.items.find((item: any) => item.id === alerts.acme)).toMatchObject({ acknowledgedAt: body.acknowledgedAt });
+    expect(listed.items.find((item: any) => item.id === alerts.acme)).toMatchObject({
+      acknowledgedAt: body.acknowledgedAt,
+    });
 
     const written = await events(alerts.acme!);
     expect(written).toHaveLength(1);
@@ -145,25 +187,45 @@ describe('POST /telemetry/geofence-alerts/{id}/acknowledge', () => {
       event_type: 'telemetry.geofence_alert.acknowledged',
       entity_type: 'geofence_alert',
       customer_name: 'Acme',
-      data: { id: alerts.acme, status: 'acknowledged', acknowledgedAt: body.acknowledgedAt, geofenceName: 'Quay edge', acknowledgedBy: 'Acme key', latitude: 51.95, longitude: 4.05 },
+      data: {
+        id: alerts.acme,
+        status: 'acknowledged',
+        acknowledgedAt: body.acknowledgedAt,
+        geofenceName: 'Quay edge',
+        acknowledgedBy: 'Acme key',
+        latitude: 51.95,
+        longitude: 4.05,
+      },
     });
   });
 
   it('is idempotent: a second acknowledge returns the alert unchanged and sends no second event', async () => {
-    const first = await json(await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.tenantKey, { method: 'POST' }));
-    const again = await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.tenantKey, { method: 'POST' });
+    const first = await json(
+      await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.tenantKey, { method: 'POST' }),
+    );
+    const again = await api.external(`/telemetry/geofence-alerts/${alerts.acme}/acknowledge`, fleet.tenantKey, {
+      method: 'POST',
+    });
     expect(again.status).toBe(200);
     expect(await json(again)).toEqual(first);
     expect(await events(alerts.acme!)).toHaveLength(1);
   });
 
   it('answers 404 for an alert of another customer or none at all, and 400 for a malformed id', async () => {
-    const other = await api.external(`/telemetry/geofence-alerts/${alerts.globex}/acknowledge`, fleet.acmeKey, { method: 'POST' });
+    const other = await api.external(`/telemetry/geofence-alerts/${alerts.globex}/acknowledge`, fleet.acmeKey, {
+      method: 'POST',
+    });
     expect(other.status).toBe(404);
     expect(await events(alerts.globex!)).toHaveLength(0);
-    const list = await get(`/telemetry/geofence-alerts?from=2026-04-03&to=2026-04-03&assetId=${fleet.byName['SC 03']!.id}`);
+    const list = await get(
+      `/telemetry/geofence-alerts?from=2026-04-03&to=2026-04-03&assetId=${fleet.byName['SC 03']!.id}`,
+    );
     expect(list.items[0]).toMatchObject({ status: 'open', acknowledgedAt: null });
-    const none = await api.external('/telemetry/geofence-alerts/00000000-0000-4000-8000-000000000000/acknowledge', fleet.tenantKey, { method: 'POST' });
+    const none = await api.external(
+      '/telemetry/geofence-alerts/00000000-0000-4000-8000-000000000000/acknowledge',
+      fleet.tenantKey,
+      { method: 'POST' },
+    );
     expect(none.status).toBe(404);
     const bad = await api.external('/telemetry/geofence-alerts/abc/acknowledge', fleet.tenantKey, { method: 'POST' });
     expect(bad.status).toBe(400);

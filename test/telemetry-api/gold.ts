@@ -11,7 +11,11 @@ export async function materializeGold(db: TestDatabase, relations: string[], fro
   for (const name of relations) {
     const relation = goldRelation(name);
     if (db.mode === 'timescaledb') {
-      await db.pool.query(`CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz)`, [name, from, to]);
+      await db.pool.query(`CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz)`, [
+        name,
+        from,
+        to,
+      ]);
     } else {
       await db.pool.query(`DELETE FROM ${name} WHERE bucket >= $1 AND bucket < $2`, [from, to]);
       const filter = `${relation.timeColumn} >= '${from}'::timestamptz AND ${relation.timeColumn} < '${to}'::timestamptz`;

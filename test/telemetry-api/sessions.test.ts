@@ -23,8 +23,17 @@ beforeAll(async () => {
   await createOperator(db.pool, t, 'OP-3', 'Idle Ivan');
 
   // A crosses midnight into the 10th; D is still open.
-  ids.A = await insertUsageSession(db.pool, t, sc1, { start: '2026-03-09T23:00:00Z', end: '2026-03-10T01:00:00Z', identifier: 'OP-1', distanceM: 2000 });
-  ids.B = await insertUsageSession(db.pool, t, sc1, { start: '2026-03-10T08:00:00Z', end: '2026-03-10T09:30:00Z', identifier: 'OP-1' });
+  ids.A = await insertUsageSession(db.pool, t, sc1, {
+    start: '2026-03-09T23:00:00Z',
+    end: '2026-03-10T01:00:00Z',
+    identifier: 'OP-1',
+    distanceM: 2000,
+  });
+  ids.B = await insertUsageSession(db.pool, t, sc1, {
+    start: '2026-03-10T08:00:00Z',
+    end: '2026-03-10T09:30:00Z',
+    identifier: 'OP-1',
+  });
   ids.C = await insertUsageSession(db.pool, t, sc1, { start: '2026-03-11T10:00:00Z', end: '2026-03-11T11:00:00Z' });
   ids.D = await insertUsageSession(db.pool, t, sc1, {
     start: '2026-03-12T06:00:00Z',
@@ -33,12 +42,35 @@ beforeAll(async () => {
     endReason: null,
     hourmeterDelta: null,
   });
-  ids.E = await insertUsageSession(db.pool, t, sc3, { start: '2026-03-10T12:00:00Z', end: '2026-03-10T13:00:00Z', identifier: 'OP-2' });
+  ids.E = await insertUsageSession(db.pool, t, sc3, {
+    start: '2026-03-10T12:00:00Z',
+    end: '2026-03-10T13:00:00Z',
+    identifier: 'OP-2',
+  });
 
-  ids.i1 = await insertIdentifierSession(db.pool, t, sc1, { identifier: 'OP-1', start: '2026-03-09T23:00:00Z', end: '2026-03-10T01:00:00Z', distanceM: 500 });
-  ids.i2 = await insertIdentifierSession(db.pool, t, sc1, { identifier: 'OP-1', start: '2026-03-10T08:00:00Z', end: '2026-03-10T09:00:00Z', distanceM: 300 });
-  ids.i3 = await insertIdentifierSession(db.pool, t, sc1, { identifier: 'OP-2', start: '2026-03-11T10:00:00Z', end: '2026-03-11T11:00:00Z' });
-  ids.i4 = await insertIdentifierSession(db.pool, t, sc3, { identifier: 'OP-2', start: '2026-03-10T12:00:00Z', end: '2026-03-10T13:00:00Z', distanceM: 700 });
+  ids.i1 = await insertIdentifierSession(db.pool, t, sc1, {
+    identifier: 'OP-1',
+    start: '2026-03-09T23:00:00Z',
+    end: '2026-03-10T01:00:00Z',
+    distanceM: 500,
+  });
+  ids.i2 = await insertIdentifierSession(db.pool, t, sc1, {
+    identifier: 'OP-1',
+    start: '2026-03-10T08:00:00Z',
+    end: '2026-03-10T09:00:00Z',
+    distanceM: 300,
+  });
+  ids.i3 = await insertIdentifierSession(db.pool, t, sc1, {
+    identifier: 'OP-2',
+    start: '2026-03-11T10:00:00Z',
+    end: '2026-03-11T11:00:00Z',
+  });
+  ids.i4 = await insertIdentifierSession(db.pool, t, sc3, {
+    identifier: 'OP-2',
+    start: '2026-03-10T12:00:00Z',
+    end: '2026-03-10T13:00:00Z',
+    distanceM: 700,
+  });
   ids.i5 = await insertIdentifierSession(db.pool, t, sc3, {
     identifier: 'OP-9',
     start: '2026-03-10T14:00:00Z',
@@ -125,16 +157,25 @@ describe('GET /telemetry/usage-sessions', () => {
   it('shows an open session as ongoing with a null hourmeter delta', async () => {
     const body = await get('/telemetry/usage-sessions?from=2026-03-12&to=2026-03-12');
     expect(body.items).toHaveLength(1);
-    expect(body.items[0]).toMatchObject({ id: ids.D, endReason: 'ongoing', hourmeterDelta: null, endTs: '2026-03-12T06:30:00.000Z' });
+    expect(body.items[0]).toMatchObject({
+      id: ids.D,
+      endReason: 'ongoing',
+      hourmeterDelta: null,
+      endTs: '2026-03-12T06:30:00.000Z',
+    });
   });
 
   it('filters by asset, identifier and search text, and pages', async () => {
     const range = 'from=2026-03-01&to=2026-03-31';
-    expect(namesOf(await get(`/telemetry/usage-sessions?${range}&assetId=${fleet.byName['SC 03']!.id}`))).toEqual(['E']);
+    expect(namesOf(await get(`/telemetry/usage-sessions?${range}&assetId=${fleet.byName['SC 03']!.id}`))).toEqual([
+      'E',
+    ]);
     expect(namesOf(await get(`/telemetry/usage-sessions?${range}&identifier=OP-1`))).toEqual(['B', 'A']);
     expect(namesOf(await get(`/telemetry/usage-sessions?${range}&q=ana`))).toEqual(['B', 'A']);
     expect(namesOf(await get(`/telemetry/usage-sessions?${range}&q=sc-03`))).toEqual(['E']);
-    expect(namesOf(await get(`/telemetry/usage-sessions?${range}&q=${fleet.byName['SC 03']!.deviceId.toUpperCase()}`))).toEqual(['E']);
+    expect(
+      namesOf(await get(`/telemetry/usage-sessions?${range}&q=${fleet.byName['SC 03']!.deviceId.toUpperCase()}`)),
+    ).toEqual(['E']);
     const all = namesOf(await get(`/telemetry/usage-sessions?${range}`));
     expect(all).toEqual(['D', 'C', 'E', 'B', 'A']);
     const pages = [];
@@ -150,9 +191,15 @@ describe('GET /telemetry/usage-sessions', () => {
     const range = 'from=2026-03-01&to=2026-03-31';
     expect(namesOf(await get(`/telemetry/usage-sessions?${range}`, fleet.acmeKey))).toEqual(['D', 'C', 'B', 'A']);
     expect(namesOf(await get(`/telemetry/usage-sessions?${range}`, fleet.globexKey))).toEqual(['E']);
-    const other = await api.external(`/telemetry/usage-sessions?${range}&assetId=${fleet.byName['SC 03']!.id}`, fleet.acmeKey);
+    const other = await api.external(
+      `/telemetry/usage-sessions?${range}&assetId=${fleet.byName['SC 03']!.id}`,
+      fleet.acmeKey,
+    );
     expect(other.status).toBe(404);
-    const missing = await api.external(`/telemetry/usage-sessions?assetId=00000000-0000-4000-8000-000000000000`, fleet.tenantKey);
+    const missing = await api.external(
+      `/telemetry/usage-sessions?assetId=00000000-0000-4000-8000-000000000000`,
+      fleet.tenantKey,
+    );
     expect(missing.status).toBe(404);
   });
 
@@ -218,8 +265,13 @@ describe('GET /telemetry/identifier-sessions', () => {
     expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP-2`))).toEqual(['i3', 'i4']);
     expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP`))).toEqual([]);
     expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&q=okafor`))).toEqual(['i3', 'i4']);
-    expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP-2`, fleet.globexKey))).toEqual(['i4']);
-    const other = await api.external(`/telemetry/identifier-sessions?assetId=${fleet.byName['SC 01']!.id}`, fleet.globexKey);
+    expect(namesOf(await get(`/telemetry/identifier-sessions?${range}&identifier=OP-2`, fleet.globexKey))).toEqual([
+      'i4',
+    ]);
+    const other = await api.external(
+      `/telemetry/identifier-sessions?assetId=${fleet.byName['SC 01']!.id}`,
+      fleet.globexKey,
+    );
     expect(other.status).toBe(404);
   });
 });
@@ -229,10 +281,38 @@ describe('GET /telemetry/operators', () => {
     const body = await get('/telemetry/operators?from=2026-03-10&to=2026-03-10');
     expect(body.range).toEqual({ from: '2026-03-10T00:00:00.000Z', to: '2026-03-10T23:59:59.999Z' });
     expect(body.items).toEqual([
-      { identifier: 'OP-1', operatorName: 'Ana Costa', distanceM: 800, durationSeconds: 10800, sessionCount: 2, lastSeenAt: '2026-03-10T09:00:00.000Z' },
-      { identifier: 'OP-2', operatorName: 'Ben Okafor', distanceM: 700, durationSeconds: 3600, sessionCount: 1, lastSeenAt: '2026-03-10T13:00:00.000Z' },
-      { identifier: 'OP-3', operatorName: 'Idle Ivan', distanceM: 0, durationSeconds: 0, sessionCount: 0, lastSeenAt: null },
-      { identifier: 'OP-9', operatorName: '', distanceM: 500, durationSeconds: 1800, sessionCount: 1, lastSeenAt: '2026-03-10T14:30:00.000Z' },
+      {
+        identifier: 'OP-1',
+        operatorName: 'Ana Costa',
+        distanceM: 800,
+        durationSeconds: 10800,
+        sessionCount: 2,
+        lastSeenAt: '2026-03-10T09:00:00.000Z',
+      },
+      {
+        identifier: 'OP-2',
+        operatorName: 'Ben Okafor',
+        distanceM: 700,
+        durationSeconds: 3600,
+        sessionCount: 1,
+        lastSeenAt: '2026-03-10T13:00:00.000Z',
+      },
+      {
+        identifier: 'OP-3',
+        operatorName: 'Idle Ivan',
+        distanceM: 0,
+        durationSeconds: 0,
+        sessionCount: 0,
+        lastSeenAt: null,
+      },
+      {
+        identifier: 'OP-9',
+        operatorName: '',
+        distanceM: 500,
+        durationSeconds: 1800,
+        sessionCount: 1,
+        lastSeenAt: '2026-03-10T14:30:00.000Z',
+      },
     ]);
   });
 
@@ -248,12 +328,17 @@ describe('GET /telemetry/operators', () => {
 
   it('filters by identifier, search text and asset, and pages by identifier', async () => {
     const range = 'from=2026-03-10&to=2026-03-10';
-    expect((await get(`/telemetry/operators?${range}&identifier=OP-3`)).items.map((item: any) => item.identifier)).toEqual(['OP-3']);
-    expect((await get(`/telemetry/operators?${range}&q=ivan`)).items.map((item: any) => item.identifier)).toEqual(['OP-3']);
-    expect((await get(`/telemetry/operators?${range}&assetId=${fleet.byName['SC 03']!.id}`)).items.map((item: any) => item.identifier)).toEqual([
-      'OP-2',
-      'OP-9',
+    expect(
+      (await get(`/telemetry/operators?${range}&identifier=OP-3`)).items.map((item: any) => item.identifier),
+    ).toEqual(['OP-3']);
+    expect((await get(`/telemetry/operators?${range}&q=ivan`)).items.map((item: any) => item.identifier)).toEqual([
+      'OP-3',
     ]);
+    expect(
+      (await get(`/telemetry/operators?${range}&assetId=${fleet.byName['SC 03']!.id}`)).items.map(
+        (item: any) => item.identifier,
+      ),
+    ).toEqual(['OP-2', 'OP-9']);
     const second = await get(`/telemetry/operators?${range}&limit=2&offset=2`);
     expect(second.items.map((item: any) => item.identifier)).toEqual(['OP-3', 'OP-9']);
     expect((await api.external('/telemetry/operators?to=nope', fleet.tenantKey)).status).toBe(400);

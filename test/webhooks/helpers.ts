@@ -55,7 +55,10 @@ export async function waitForDeliveries(
       'SELECT id, status, attempt_count, http_status, error, subscription_id, event_id FROM webhook_deliveries ORDER BY created_at, id',
     );
     if (predicate(rows)) return rows;
-    if (Date.now() > deadline) throw new Error(`still waiting for ${what} after ${waitMs} ms: ${JSON.stringify(rows.map((r) => [r.status, r.attempt_count]))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `still waiting for ${what} after ${waitMs} ms: ${JSON.stringify(rows.map((r) => [r.status, r.attempt_count]))}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

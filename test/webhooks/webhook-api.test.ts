@@ -73,9 +73,21 @@ describe('GET /webhooks/events', () => {
       timeoutSeconds: 7,
     });
     expect(body.delivery.headers).toEqual(
-      expect.arrayContaining(['X-Service-Signature', 'X-Service-Webhook-Timestamp', 'X-Service-Webhook-Id', 'X-Service-Webhook-Attempt']),
+      expect.arrayContaining([
+        'X-Service-Signature',
+        'X-Service-Webhook-Timestamp',
+        'X-Service-Webhook-Id',
+        'X-Service-Webhook-Attempt',
+      ]),
     );
-    expect(Object.keys(body.payload).sort()).toEqual(['createdAt', 'data', 'entityId', 'entityType', 'event', 'tenantId']);
+    expect(Object.keys(body.payload).sort()).toEqual([
+      'createdAt',
+      'data',
+      'entityId',
+      'entityType',
+      'event',
+      'tenantId',
+    ]);
   });
 
   it('serves the spec defaults (3 attempts, 15 and 60 s, 10 s) when nothing is configured', async () => {
@@ -92,7 +104,11 @@ describe('GET /webhooks/events', () => {
 
 describe('subscriptions', () => {
   it('creates a subscription with a generated secret shown once, then only a masked preview', async () => {
-    const created = await createSubscription({ name: 'ERP', url: 'http://127.0.0.1:9/hooks', events: ['report.created', 'service_request.created'] });
+    const created = await createSubscription({
+      name: 'ERP',
+      url: 'http://127.0.0.1:9/hooks',
+      events: ['report.created', 'service_request.created'],
+    });
     expect(created).toMatchObject({
       name: 'ERP',
       url: 'http://127.0.0.1:9/hooks',
@@ -113,9 +129,22 @@ describe('subscriptions', () => {
   });
 
   it('takes a given secret, or none (unsigned), and names the subscription after the host by default', async () => {
-    const given = await createSubscription({ url: 'http://127.0.0.1:9/given', events: ['report.created'], secret: 'my-own-secret-0123456789' });
-    expect(given).toMatchObject({ name: '127.0.0.1:9', secret: 'my-own-secret-0123456789', secretSet: true, secretPreview: '****6789' });
-    const unsigned = await createSubscription({ url: 'http://127.0.0.1:9/unsigned', events: ['report.created'], secret: null });
+    const given = await createSubscription({
+      url: 'http://127.0.0.1:9/given',
+      events: ['report.created'],
+      secret: 'my-own-secret-0123456789',
+    });
+    expect(given).toMatchObject({
+      name: '127.0.0.1:9',
+      secret: 'my-own-secret-0123456789',
+      secretSet: true,
+      secretPreview: '****6789',
+    });
+    const unsigned = await createSubscription({
+      url: 'http://127.0.0.1:9/unsigned',
+      events: ['report.created'],
+      secret: null,
+    });
     const longHost = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(40)}.example`;
     const named = await createSubscription({ url: `http://${longHost}/hook`, events: ['report.created'] });
     expect(named.name).toBe(longHost.slice(0, 200));
@@ -132,11 +161,18 @@ describe('subscriptions', () => {
     });
     expect(patched.status).toBe(200);
     const changed = await json(patched);
-    expect(changed).toMatchObject({ name: 'Renamed', url: 'http://127.0.0.1:9/b', events: ['telemetry.geofence_alert.opened'], enabled: false });
+    expect(changed).toMatchObject({
+      name: 'Renamed',
+      url: 'http://127.0.0.1:9/b',
+      events: ['telemetry.geofence_alert.opened'],
+      enabled: false,
+    });
     expect(changed.secret).toBeUndefined();
     expect(changed.secretPreview).toBe(created.secretPreview);
 
-    const rotated = await json(await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'PATCH', { rotateSecret: true }));
+    const rotated = await json(
+      await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'PATCH', { rotateSecret: true }),
+    );
     expect(rotated.secret).toMatch(/^whsec_/);
     expect(rotated.secret).not.toBe(created.secret);
     expect(rotated.secretPreview).toBe(`whsec_****${rotated.secret.slice(-4)}`);
@@ -170,11 +206,18 @@ describe('subscriptions', () => {
       expect((await json(response)).error).toMatch(message);
     }
     // Unknown fields are ignored, as clients ignore unknown response fields.
-    const extra = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', { url: 'http://127.0.0.1:9/e', events: ['report.created'], colour: 'red' });
+    const extra = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', {
+      url: 'http://127.0.0.1:9/e',
+      events: ['report.created'],
+      colour: 'red',
+    });
     expect(extra.status).toBe(201);
     expect(await json(extra)).not.toHaveProperty('colour');
     const created = await createSubscription({ url: 'http://127.0.0.1:9/c', events: ['report.created'] });
-    const both = await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'PATCH', { rotateSecret: true, secret: '0123456789abcdef0123' });
+    const both = await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'PATCH', {
+      rotateSecret: true,
+      secret: '0123456789abcdef0123',
+    });
     expect(both.status).toBe(400);
     expect((await send('/webhooks/subscriptions/not-a-uuid', tenant.tenantKey, 'PATCH', {})).status).toBe(400);
   });
@@ -194,20 +237,44 @@ describe('subscriptions', () => {
       'http://0.0.0.0/hook',
     ];
     for (const url of refused) {
-      const response = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', { url, events: ['report.created'] }, strictApi);
+      const response = await send(
+        '/webhooks/subscriptions',
+        tenant.tenantKey,
+        'POST',
+        { url, events: ['report.created'] },
+        strictApi,
+      );
       const body = await json(response);
       expect(response.status, url).toBe(400);
       expect(body).toMatchObject({ code: 'private_webhook_target' });
       expect(body.error).toMatch(/^invalid body field url: host .* (private|loopback|link-local)/);
     }
-    const unresolvable = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', { url: 'https://no-such-host.invalid/hook', events: ['report.created'] }, strictApi);
+    const unresolvable = await send(
+      '/webhooks/subscriptions',
+      tenant.tenantKey,
+      'POST',
+      { url: 'https://no-such-host.invalid/hook', events: ['report.created'] },
+      strictApi,
+    );
     expect(unresolvable.status).toBe(400);
     expect((await json(unresolvable)).error).toMatch(/does not resolve/);
 
-    const publicTarget = await send('/webhooks/subscriptions', tenant.tenantKey, 'POST', { url: 'https://93.184.215.14/hook', events: ['report.created'] }, strictApi);
+    const publicTarget = await send(
+      '/webhooks/subscriptions',
+      tenant.tenantKey,
+      'POST',
+      { url: 'https://93.184.215.14/hook', events: ['report.created'] },
+      strictApi,
+    );
     expect(publicTarget.status).toBe(201);
     const created = await json(publicTarget);
-    const moved = await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'PATCH', { url: 'http://169.254.169.254/' }, strictApi);
+    const moved = await send(
+      `/webhooks/subscriptions/${created.id}`,
+      tenant.tenantKey,
+      'PATCH',
+      { url: 'http://169.254.169.254/' },
+      strictApi,
+    );
     expect(moved.status).toBe(400);
     await send(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey, 'DELETE');
   });
@@ -233,7 +300,9 @@ describe('subscriptions', () => {
     const foreign = other.tenantKey;
     expect((await json(await api.external('/webhooks/subscriptions', foreign))).items).toEqual([]);
     expect((await api.external(`/webhooks/subscriptions/${created.id}`, foreign)).status).toBe(404);
-    expect((await send(`/webhooks/subscriptions/${created.id}`, foreign, 'PATCH', { enabled: false })).status).toBe(404);
+    expect((await send(`/webhooks/subscriptions/${created.id}`, foreign, 'PATCH', { enabled: false })).status).toBe(
+      404,
+    );
     expect((await send(`/webhooks/subscriptions/${created.id}`, foreign, 'DELETE')).status).toBe(404);
     expect((await send(`/webhooks/subscriptions/${created.id}/test`, foreign, 'POST')).status).toBe(404);
     const still = await json(await api.external(`/webhooks/subscriptions/${created.id}`, tenant.tenantKey));
@@ -245,11 +314,28 @@ describe('delivery log', () => {
   it('lists deliveries newest first with the spec fields, filtered by webhookId, eventType, status and range, paged', async () => {
     const fresh = await createTenantWithKeys(db.pool, [], 'Log tenant');
     const key = fresh.tenantKey;
-    const a = await createSubscription({ url: 'http://127.0.0.1:9/log-a', events: ['service_request.created', 'service_request.updated'] }, key);
+    const a = await createSubscription(
+      { url: 'http://127.0.0.1:9/log-a', events: ['service_request.created', 'service_request.updated'] },
+      key,
+    );
     const b = await createSubscription({ url: 'http://127.0.0.1:9/log-b', events: ['service_request.created'] }, key);
     const entityId = '7f3c1d2e-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
-    await produceEvent(db.pool, fresh.tenantId, 'service_request.created', { id: entityId, title: 'Leak' }, entityId, 5);
-    await produceEvent(db.pool, fresh.tenantId, 'service_request.updated', { id: entityId, title: 'Leak' }, entityId, 5);
+    await produceEvent(
+      db.pool,
+      fresh.tenantId,
+      'service_request.created',
+      { id: entityId, title: 'Leak' },
+      entityId,
+      5,
+    );
+    await produceEvent(
+      db.pool,
+      fresh.tenantId,
+      'service_request.updated',
+      { id: entityId, title: 'Leak' },
+      entityId,
+      5,
+    );
     await produceEvent(db.pool, fresh.tenantId, 'report.created', { id: entityId }, entityId, 5); // nobody subscribed
 
     const all = await json(await api.external('/webhooks/deliveries', key));
@@ -282,13 +368,23 @@ describe('delivery log', () => {
     const page = await json(await api.external('/webhooks/deliveries?limit=2&offset=2', key));
     expect(page).toMatchObject({ paging: { limit: 2, offset: 2 } });
     expect(page.items).toHaveLength(1);
-    expect((await json(await api.external('/webhooks/deliveries?from=2000-01-01&to=2000-01-31', key))).items).toEqual([]);
+    expect((await json(await api.external('/webhooks/deliveries?from=2000-01-01&to=2000-01-31', key))).items).toEqual(
+      [],
+    );
     const today = new Date().toISOString().slice(0, 10);
-    expect((await json(await api.external(`/webhooks/deliveries?from=${today}&to=${today}`, key))).items).toHaveLength(3);
+    expect((await json(await api.external(`/webhooks/deliveries?from=${today}&to=${today}`, key))).items).toHaveLength(
+      3,
+    );
     expect((await json(await api.external('/webhooks/deliveries', other.tenantKey))).items).toEqual([]);
 
     const detail = await json(await api.external(`/webhooks/deliveries/${all.items[0].id}`, key));
-    expect(detail.payload).toMatchObject({ event: 'service_request.updated', entityType: 'service_request', entityId, tenantId: fresh.tenantId, data: { title: 'Leak' } });
+    expect(detail.payload).toMatchObject({
+      event: 'service_request.updated',
+      entityType: 'service_request',
+      entityId,
+      tenantId: fresh.tenantId,
+      data: { title: 'Leak' },
+    });
     expect(detail.attempts).toEqual([]);
   });
 
@@ -305,8 +401,13 @@ describe('delivery log', () => {
       expect(response.status, query).toBe(400);
       expect((await json(response)).error).toMatch(message);
     }
-    expect((await api.external('/webhooks/deliveries/3b0c8c1e-0000-4000-8000-000000000000', tenant.tenantKey)).status).toBe(404);
-    expect((await send('/webhooks/deliveries/3b0c8c1e-0000-4000-8000-000000000000/redeliver', tenant.tenantKey, 'POST')).status).toBe(404);
+    expect(
+      (await api.external('/webhooks/deliveries/3b0c8c1e-0000-4000-8000-000000000000', tenant.tenantKey)).status,
+    ).toBe(404);
+    expect(
+      (await send('/webhooks/deliveries/3b0c8c1e-0000-4000-8000-000000000000/redeliver', tenant.tenantKey, 'POST'))
+        .status,
+    ).toBe(404);
   });
 
   it('disabling a subscription fails its pending deliveries; redelivery waits until it is enabled again', async () => {
@@ -335,8 +436,14 @@ describe('delivery log', () => {
 
   it('a subscription only receives the events it subscribed to, and only while enabled', async () => {
     const fresh = await createTenantWithKeys(db.pool, [], 'Fan-out tenant');
-    const reports = await createSubscription({ url: 'http://127.0.0.1:9/r', events: ['report.created'] }, fresh.tenantKey);
-    await createSubscription({ url: 'http://127.0.0.1:9/off', events: ['report.created'], enabled: false }, fresh.tenantKey);
+    const reports = await createSubscription(
+      { url: 'http://127.0.0.1:9/r', events: ['report.created'] },
+      fresh.tenantKey,
+    );
+    await createSubscription(
+      { url: 'http://127.0.0.1:9/off', events: ['report.created'], enabled: false },
+      fresh.tenantKey,
+    );
     await createSubscription({ url: 'http://127.0.0.1:9/sr', events: ['service_request.created'] }, fresh.tenantKey);
     const { deliveries } = await produceEvent(db.pool, fresh.tenantId, 'report.created', { id: 'r2' });
     expect(deliveries).toBe(1);

@@ -62,8 +62,18 @@ describe('webhook delivery to a real receiver', () => {
     // A real producer: the admin API writes the inspection and its outbox event in one transaction.
     const base = `/tenants/${tenant.tenantId}`;
     await api.admin(`${base}/asset-types`, { method: 'POST', json: { name: 'Straddle carrier' } });
-    const asset = await json(await api.admin(`${base}/assets`, { method: 'POST', json: { name: 'SC 7', identifier: 'SC-7', customerName: 'Acme', assetType: 'Straddle carrier' } }));
-    const inspection = await json(await api.admin(`${base}/inspections`, { method: 'POST', json: { assetId: asset.id, completedAt: '2026-10-01T08:00:00Z' } }));
+    const asset = await json(
+      await api.admin(`${base}/assets`, {
+        method: 'POST',
+        json: { name: 'SC 7', identifier: 'SC-7', customerName: 'Acme', assetType: 'Straddle carrier' },
+      }),
+    );
+    const inspection = await json(
+      await api.admin(`${base}/inspections`, {
+        method: 'POST',
+        json: { assetId: asset.id, completedAt: '2026-10-01T08:00:00Z' },
+      }),
+    );
     expect(inspection.id).toBeDefined();
 
     await hook.waitFor('the inspection.completed delivery', (requests) => requests.length >= 1);
@@ -83,22 +93,39 @@ describe('webhook delivery to a real receiver', () => {
       entityType: 'inspection',
       entityId: inspection.id,
       tenantId: tenant.tenantId,
-      data: { id: inspection.id, assetId: asset.id, customerName: 'Acme', status: 'completed', completedAt: '2026-10-01T08:00:00.000Z' },
+      data: {
+        id: inspection.id,
+        assetId: asset.id,
+        customerName: 'Acme',
+        status: 'completed',
+        completedAt: '2026-10-01T08:00:00.000Z',
+      },
     });
     expect(request.json.createdAt).toMatch(/Z$/);
 
     const [delivery] = await deliveriesOf(tenant);
     expect(request.headers['x-service-webhook-id']).toBe(delivery.id);
-    await waitForDeliveries(db.pool, 'delivered', (rows) => rows.some((row) => row.id === delivery.id && row.status === 'delivered'));
+    await waitForDeliveries(db.pool, 'delivered', (rows) =>
+      rows.some((row) => row.id === delivery.id && row.status === 'delivered'),
+    );
     const logged = (await deliveriesOf(tenant))[0];
-    expect(logged).toMatchObject({ status: 'delivered', httpStatus: 200, attemptCount: 1, error: '', nextAttemptAt: null, url: hook.url });
+    expect(logged).toMatchObject({
+      status: 'delivered',
+      httpStatus: 200,
+      attemptCount: 1,
+      error: '',
+      nextAttemptAt: null,
+      url: hook.url,
+    });
     expect(logged.deliveredAt).not.toBeNull();
     expect(logged.lastAttemptAt).toBe(new Date(timestamp).toISOString());
 
     // The signed bytes are what the delivery stores: the detail view shows the same payload.
     const detail = await json(await api.external(`/webhooks/deliveries/${delivery.id}`, tenant.tenantKey));
     expect(detail.payload).toEqual(request.json);
-    expect(detail.attempts).toEqual([{ attempt: 1, startedAt: logged.lastAttemptAt, durationMs: expect.any(Number), httpStatus: 200, error: '' }]);
+    expect(detail.attempts).toEqual([
+      { attempt: 1, startedAt: logged.lastAttemptAt, durationMs: expect.any(Number), httpStatus: 200, error: '' },
+    ]);
   });
 
   it('delivers service_request.created from the service request API with the fields the spec names in data', async () => {
@@ -120,7 +147,13 @@ describe('webhook delivery to a real receiver', () => {
       entityType: 'service_request',
       entityId: request.id,
       tenantId: tenant.tenantId,
-      data: { id: request.id, title: 'Spreader twistlock jammed', status: 'new', priority: 'urgent', customerName: 'Acme' },
+      data: {
+        id: request.id,
+        title: 'Spreader twistlock jammed',
+        status: 'new',
+        priority: 'urgent',
+        customerName: 'Acme',
+      },
     });
   });
 
@@ -139,7 +172,13 @@ describe('webhook delivery to a real receiver', () => {
     hook.respond((_request, index) => (index < 2 ? { status: 500, body: 'database down' } : { status: 204 }));
     const tenant = await createTenantWithKeys(db.pool, [], 'Retry tenant');
     const subscription = await subscribe(tenant, hook.url, ['service_request.created']);
-    await produceEvent(db.pool, tenant.tenantId, 'service_request.created', { id: 'sr-1', title: 'Leak', status: 'new', priority: 'high', customerName: 'Acme' });
+    await produceEvent(db.pool, tenant.tenantId, 'service_request.created', {
+      id: 'sr-1',
+      title: 'Leak',
+      status: 'new',
+      priority: 'high',
+      customerName: 'Acme',
+    });
 
     await hook.waitFor('three attempts', (requests) => requests.length === 3);
     const ids = new Set(hook.requests.map((request) => request.headers['x-service-webhook-id']));
@@ -147,13 +186,17 @@ describe('webhook delivery to a real receiver', () => {
     expect(hook.requests.map((request) => request.headers['x-service-webhook-attempt'])).toEqual(['1', '2', '3']);
     expect(new Set(hook.requests.map((request) => request.body.toString('hex'))).size).toBe(1);
     for (const request of hook.requests) expect(signatureValid(request, subscription.secret!)).toBe(true);
-    const timestamps = hook.requests.map((request) => Date.parse(String(request.headers['x-service-webhook-timestamp'])));
+    const timestamps = hook.requests.map((request) =>
+      Date.parse(String(request.headers['x-service-webhook-timestamp'])),
+    );
     // The configured backoff (1 s) separates attempts.
     expect(timestamps[1]! - timestamps[0]!).toBeGreaterThanOrEqual(1000);
     expect(timestamps[2]! - timestamps[1]!).toBeGreaterThanOrEqual(1000);
 
     const [deliveryId] = [...ids] as string[];
-    await waitForDeliveries(db.pool, 'delivered', (rows) => rows.some((row) => row.id === deliveryId && row.status === 'delivered'));
+    await waitForDeliveries(db.pool, 'delivered', (rows) =>
+      rows.some((row) => row.id === deliveryId && row.status === 'delivered'),
+    );
     const detail = await json(await api.external(`/webhooks/deliveries/${deliveryId}`, tenant.tenantKey));
     expect(detail).toMatchObject({ status: 'delivered', httpStatus: 204, attemptCount: 3, maxAttempts: 3, error: '' });
     expect(detail.attempts.map((attempt: any) => [attempt.attempt, attempt.httpStatus, attempt.error])).toEqual([
@@ -171,9 +214,20 @@ describe('webhook delivery to a real receiver', () => {
     await produceEvent(db.pool, tenant.tenantId, 'report.created', { id: 'r-fail' });
     await hook.waitFor('three attempts', (requests) => requests.length === 3);
     const [pending] = await deliveriesOf(tenant);
-    await waitForDeliveries(db.pool, 'failed', (rows) => rows.some((row) => row.id === pending.id && row.status === 'failed'));
+    await waitForDeliveries(db.pool, 'failed', (rows) =>
+      rows.some((row) => row.id === pending.id && row.status === 'failed'),
+    );
     const [failed] = await deliveriesOf(tenant, '?status=failed');
-    expect(failed).toMatchObject({ id: pending.id, status: 'failed', httpStatus: 503, attemptCount: 3, maxAttempts: 3, error: 'HTTP 503', nextAttemptAt: null, deliveredAt: null });
+    expect(failed).toMatchObject({
+      id: pending.id,
+      status: 'failed',
+      httpStatus: 503,
+      attemptCount: 3,
+      maxAttempts: 3,
+      error: 'HTTP 503',
+      nextAttemptAt: null,
+      deliveredAt: null,
+    });
     expect(hook.requests).toHaveLength(3);
   });
 
@@ -185,7 +239,9 @@ describe('webhook delivery to a real receiver', () => {
     await produceEvent(db.pool, tenant.tenantId, 'telemetry.geofence_alert.opened', { id: 'alert-1' });
     await hook.waitFor('the retry after the timeout', (requests) => requests.length === 2);
     const [delivery] = await deliveriesOf(tenant);
-    await waitForDeliveries(db.pool, 'delivered', (rows) => rows.some((row) => row.id === delivery.id && row.status === 'delivered'));
+    await waitForDeliveries(db.pool, 'delivered', (rows) =>
+      rows.some((row) => row.id === delivery.id && row.status === 'delivered'),
+    );
     const detail = await json(await api.external(`/webhooks/deliveries/${delivery.id}`, tenant.tenantKey));
     expect(detail.attempts.map((attempt: any) => [attempt.attempt, attempt.httpStatus, attempt.error])).toEqual([
       [1, null, 'timed out after 2 s'],
@@ -202,7 +258,9 @@ describe('webhook delivery to a real receiver', () => {
     await subscribe(tenant, url, ['report.created']);
     await produceEvent(db.pool, tenant.tenantId, 'report.created', { id: 'r-down' });
     const [delivery] = await deliveriesOf(tenant);
-    await waitForDeliveries(db.pool, 'failed', (rows) => rows.some((row) => row.id === delivery.id && row.status === 'failed'));
+    await waitForDeliveries(db.pool, 'failed', (rows) =>
+      rows.some((row) => row.id === delivery.id && row.status === 'failed'),
+    );
     const failed = await json(await api.external(`/webhooks/deliveries/${delivery.id}`, tenant.tenantKey));
     expect(failed).toMatchObject({ status: 'failed', httpStatus: null, error: 'connection refused', attemptCount: 3 });
 
@@ -214,15 +272,24 @@ describe('webhook delivery to a real receiver', () => {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ url: hook.url }),
     });
-    const queued = await api.external(`/webhooks/deliveries/${delivery.id}/redeliver`, tenant.tenantKey, { method: 'POST' });
+    const queued = await api.external(`/webhooks/deliveries/${delivery.id}/redeliver`, tenant.tenantKey, {
+      method: 'POST',
+    });
     expect(queued.status).toBe(202);
     expect(await json(queued)).toMatchObject({ id: delivery.id, status: 'pending', attemptCount: 3, maxAttempts: 6 });
     await hook.waitFor('the redelivery', (requests) => requests.length === 1);
     expect(hook.requests[0]!.headers['x-service-webhook-id']).toBe(delivery.id);
     expect(hook.requests[0]!.headers['x-service-webhook-attempt']).toBe('4');
     expect(hook.requests[0]!.json).toEqual(failed.payload);
-    await waitForDeliveries(db.pool, 'delivered', (rows) => rows.some((row) => row.id === delivery.id && row.status === 'delivered'));
-    expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'delivered', attemptCount: 4, url: hook.url, httpStatus: 200 });
+    await waitForDeliveries(db.pool, 'delivered', (rows) =>
+      rows.some((row) => row.id === delivery.id && row.status === 'delivered'),
+    );
+    expect((await deliveriesOf(tenant))[0]).toMatchObject({
+      status: 'delivered',
+      attemptCount: 4,
+      url: hook.url,
+      httpStatus: 200,
+    });
   });
 
   it('redelivers a delivered delivery with the same id, so receivers can de-duplicate it', async () => {
@@ -232,8 +299,13 @@ describe('webhook delivery to a real receiver', () => {
     await produceEvent(db.pool, tenant.tenantId, 'service_request.cancelled', { id: 'sr-9' });
     await hook.waitFor('first delivery', (requests) => requests.length === 1);
     const [delivery] = await deliveriesOf(tenant);
-    await waitForDeliveries(db.pool, 'delivered', (rows) => rows.some((row) => row.id === delivery.id && row.status === 'delivered'));
-    expect((await api.external(`/webhooks/deliveries/${delivery.id}/redeliver`, tenant.tenantKey, { method: 'POST' })).status).toBe(202);
+    await waitForDeliveries(db.pool, 'delivered', (rows) =>
+      rows.some((row) => row.id === delivery.id && row.status === 'delivered'),
+    );
+    expect(
+      (await api.external(`/webhooks/deliveries/${delivery.id}/redeliver`, tenant.tenantKey, { method: 'POST' }))
+        .status,
+    ).toBe(202);
     await hook.waitFor('the redelivery', (requests) => requests.length === 2);
     expect(hook.requests[1]!.headers['x-service-webhook-id']).toBe(hook.requests[0]!.headers['x-service-webhook-id']);
     expect(hook.requests[1]!.body.equals(hook.requests[0]!.body)).toBe(true);
@@ -244,10 +316,18 @@ describe('webhook delivery to a real receiver', () => {
     const hook = await receiver();
     const tenant = await createTenantWithKeys(db.pool, [], 'Test-event tenant');
     const subscription = await subscribe(tenant, hook.url, ['report.created'], { enabled: false, name: 'Staging' });
-    const response = await api.external(`/webhooks/subscriptions/${subscription.id}/test`, tenant.tenantKey, { method: 'POST' });
+    const response = await api.external(`/webhooks/subscriptions/${subscription.id}/test`, tenant.tenantKey, {
+      method: 'POST',
+    });
     expect(response.status).toBe(202);
     const queued = await json(response);
-    expect(queued).toMatchObject({ webhookId: subscription.id, eventType: 'webhook.test', entityType: 'webhook_subscription', entityId: subscription.id, status: 'pending' });
+    expect(queued).toMatchObject({
+      webhookId: subscription.id,
+      eventType: 'webhook.test',
+      entityType: 'webhook_subscription',
+      entityId: subscription.id,
+      status: 'pending',
+    });
     await hook.waitFor('the test event', (requests) => requests.length === 1);
     const request = hook.requests[0]!;
     expect(signatureValid(request, subscription.secret!)).toBe(true);

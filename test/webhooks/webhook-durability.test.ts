@@ -53,7 +53,8 @@ function startWorkerProcess(): ChildProcess {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   child.on('exit', (code, signal) => {
-    if (code !== 0 && signal !== 'SIGKILL' && signal !== 'SIGTERM') console.error(`worker exited ${code ?? signal}: ${stderr}`);
+    if (code !== 0 && signal !== 'SIGKILL' && signal !== 'SIGTERM')
+      console.error(`worker exited ${code ?? signal}: ${stderr}`);
   });
   children.push(child);
   return child;
@@ -78,7 +79,8 @@ describe('a worker killed mid-delivery', () => {
 
     // The receiver holds every request: the worker is mid-delivery when it dies.
     hook.respond(() => 'hang');
-    for (let i = 0; i < 10; i += 1) await produceEvent(db.pool, tenant.tenantId, 'service_request.created', { n: i, phase: 'before kill' });
+    for (let i = 0; i < 10; i += 1)
+      await produceEvent(db.pool, tenant.tenantId, 'service_request.created', { n: i, phase: 'before kill' });
 
     const first = startWorkerProcess();
     // Four in flight: the default per-subscription cap.
@@ -89,16 +91,24 @@ describe('a worker killed mid-delivery', () => {
     await hook.waitFor('the killed worker’s connections to close', () => hook.held() === 0);
 
     // Events keep coming while no worker runs.
-    for (let i = 10; i < 15; i += 1) await produceEvent(db.pool, tenant.tenantId, 'service_request.created', { n: i, phase: 'while down' });
+    for (let i = 10; i < 15; i += 1)
+      await produceEvent(db.pool, tenant.tenantId, 'service_request.created', { n: i, phase: 'while down' });
 
     hook.respond(() => ({ status: 200 }));
     const second = startWorkerProcess();
-    const rows = await waitForDeliveries(db.pool, 'all fifteen delivered', (all) => all.length === 15 && all.every((row) => row.status === 'delivered'), 60_000);
+    const rows = await waitForDeliveries(
+      db.pool,
+      'all fifteen delivered',
+      (all) => all.length === 15 && all.every((row) => row.status === 'delivered'),
+      60_000,
+    );
     second.kill('SIGTERM');
     await exited(second);
 
     // Every event became exactly one delivery, and every delivery was accepted exactly once.
-    const { rows: events } = await db.pool.query('SELECT id FROM webhook_events WHERE tenant_id = $1', [tenant.tenantId]);
+    const { rows: events } = await db.pool.query('SELECT id FROM webhook_events WHERE tenant_id = $1', [
+      tenant.tenantId,
+    ]);
     expect(events).toHaveLength(15);
     expect(new Set(rows.map((row) => row.event_id)).size).toBe(15);
     const accepted = hook.requests.filter((request) => request.answeredStatus === 200);
@@ -116,7 +126,9 @@ describe('a worker killed mid-delivery', () => {
       expect(sent.map((request) => request.headers['x-service-webhook-attempt'])).toEqual(['1', '1']);
       const detail = await json(await api.external(`/webhooks/deliveries/${id}`, tenant.tenantKey));
       expect(detail).toMatchObject({ status: 'delivered', attemptCount: 1, httpStatus: 200 });
-      expect(detail.attempts.map((attempt: any) => [attempt.attempt, attempt.httpStatus, attempt.error.split(':')[0]])).toEqual([
+      expect(
+        detail.attempts.map((attempt: any) => [attempt.attempt, attempt.httpStatus, attempt.error.split(':')[0]]),
+      ).toEqual([
         [1, null, 'interrupted'],
         [1, 200, ''],
       ]);

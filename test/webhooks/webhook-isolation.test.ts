@@ -80,6 +80,9 @@ describe('a slow or dead receiver', () => {
     // Once the hanging receiver answers, its remaining deliveries follow.
     hanging.respond(() => ({ status: 200 }));
     hanging.release(200);
-    await hanging.waitFor('all six deliveries of the slow receiver', (requests) => requests.filter((r) => r.answeredStatus === 200).length === 6);
+    await hanging.waitFor(
+      'all six deliveries of the slow receiver',
+      (requests) => requests.filter((r) => r.answeredStatus === 200).length === 6,
+    );
   });
 });

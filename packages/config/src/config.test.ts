@@ -8,12 +8,22 @@ describe('loadConfig', () => {
     expect(config.storageMode).toBe('auto');
     expect(config.dataDir).toBe('./.gantry');
     expect(config.mqtt.embeddedPort).toBe(1883);
-    expect(config.webhooks).toMatchObject({ maxAttempts: 3, backoffSeconds: [15, 60], timeoutSeconds: 10, allowPrivateTargets: false });
+    expect(config.webhooks).toMatchObject({
+      maxAttempts: 3,
+      backoffSeconds: [15, 60],
+      timeoutSeconds: 10,
+      allowPrivateTargets: false,
+    });
     expect(config.databaseUrl).toBeUndefined();
   });
 
   it('reads values and treats empty variables as unset', () => {
-    const config = loadConfig({ GANTRY_PORT: '9090', GANTRY_STORAGE_MODE: 'postgres', GANTRY_WEBHOOK_BACKOFF_SECONDS: '1,2,3', GANTRY_DATABASE_URL: '' });
+    const config = loadConfig({
+      GANTRY_PORT: '9090',
+      GANTRY_STORAGE_MODE: 'postgres',
+      GANTRY_WEBHOOK_BACKOFF_SECONDS: '1,2,3',
+      GANTRY_DATABASE_URL: '',
+    });
     expect(config.http.port).toBe(9090);
     expect(config.storageMode).toBe('postgres');
     expect(config.webhooks.backoffSeconds).toEqual([1, 2, 3]);

@@ -14,9 +14,7 @@ const secondsList = z
   .regex(/^\d+(,\d+)*$/, 'a comma-separated list of whole seconds, e.g. 15,60')
   .transform((value) => value.split(',').map(Number));
 
-const postgresUrl = z
-  .string()
-  .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// URL');
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// URL');
 
 const mqttUrl = z.string().regex(/^(mqtts?|wss?|tcp):\/\//, 'an mqtt://, mqtts://, ws:// or wss:// URL');
 
@@ -43,7 +41,10 @@ export const environmentSchema = z.object({
 
   GANTRY_INGEST_BATCH_SIZE: positiveInt.default(2000),
   GANTRY_INGEST_BATCH_MS: positiveInt.default(200),
-  GANTRY_INGEST_SHARED_GROUP: z.string().regex(/^[A-Za-z0-9_-]*$/).default('gantry-ingest'),
+  GANTRY_INGEST_SHARED_GROUP: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]*$/)
+    .default('gantry-ingest'),
   GANTRY_INGEST_CLIENT_ID: z.string().min(1).max(64).optional(),
   GANTRY_INGEST_MAX_PAYLOAD_BYTES: positiveInt.default(65536),
   GANTRY_INGEST_MAX_FUTURE_SECONDS: nonNegativeInt.default(300),
@@ -88,7 +89,10 @@ export const environmentSchema = z.object({
   GANTRY_RATE_LIMIT_PER_SECOND: positiveNumber.default(20),
   GANTRY_RATE_LIMIT_BURST: positiveInt.default(40),
   GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: positiveInt.default(30),
-  GANTRY_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// URL').optional(),
+  GANTRY_REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'a redis:// URL')
+    .optional(),
 
   GANTRY_MAX_JSON_BYTES: positiveInt.default(1024 * 1024),
   GANTRY_MAX_UPLOAD_BYTES: positiveInt.default(25 * 1024 * 1024),

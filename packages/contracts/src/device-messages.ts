@@ -40,7 +40,14 @@ export function parseRfc3339(value: string): number {
   const utc = Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second), ms);
   // Date.UTC rolls 2024-02-30 over into March: a date that does not exist is invalid.
   const check = new Date(utc);
-  if (check.getUTCMonth() !== Number(month) - 1 || check.getUTCDate() !== Number(day) || Number(hour) > 23 || Number(minute) > 59 || Number(second) > 60) return Number.NaN;
+  if (
+    check.getUTCMonth() !== Number(month) - 1 ||
+    check.getUTCDate() !== Number(day) ||
+    Number(hour) > 23 ||
+    Number(minute) > 59 ||
+    Number(second) > 60
+  )
+    return Number.NaN;
   if (zone === 'Z' || zone === 'z') return utc;
   const sign = zone[0] === '-' ? -1 : 1;
   const offsetMinutes = Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6));
@@ -49,7 +56,8 @@ export function parseRfc3339(value: string): number {
 
 /** Device time: RFC 3339 or epoch milliseconds; parsed to epoch milliseconds. */
 export const deviceTimestampSchema = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const ms = typeof value === 'number' ? (Number.isFinite(value) ? Math.trunc(value) : Number.NaN) : parseRfc3339(value);
+  const ms =
+    typeof value === 'number' ? (Number.isFinite(value) ? Math.trunc(value) : Number.NaN) : parseRfc3339(value);
   if (Number.isNaN(ms) || ms < 0 || ms > 253_402_300_799_999) {
     ctx.addIssue({ code: 'custom', message: 'ts must be an RFC 3339 date-time or epoch milliseconds' });
     return z.NEVER;

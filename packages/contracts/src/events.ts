@@ -12,7 +12,10 @@ export const webhookEventCatalog = [
 
 export type WebhookEventType = (typeof webhookEventCatalog)[number]['id'];
 
-export const webhookEventTypes = webhookEventCatalog.map((event) => event.id) as [WebhookEventType, ...WebhookEventType[]];
+export const webhookEventTypes = webhookEventCatalog.map((event) => event.id) as [
+  WebhookEventType,
+  ...WebhookEventType[],
+];
 
 export function isWebhookEventType(value: string): value is WebhookEventType {
   return (webhookEventTypes as string[]).includes(value);

@@ -27,9 +27,12 @@ describe('isPrivateAddress', () => {
     expect(isPrivateAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])('allows public %s', (address) => {
-    expect(isPrivateAddress(address)).toBe(false);
-  });
+  it.each(['93.184.215.14', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])(
+    'allows public %s',
+    (address) => {
+      expect(isPrivateAddress(address)).toBe(false);
+    },
+  );
 });
 
 describe('checkWebhookUrl', () => {
@@ -41,14 +44,18 @@ describe('checkWebhookUrl', () => {
 
   it('lets private targets through only when the deployment allows them, but never other schemes', async () => {
     expect(await checkWebhookUrl('http://127.0.0.1:8080/x', { allowPrivateTargets: true })).toBeNull();
-    expect(await checkWebhookUrl('file:///etc/passwd', { allowPrivateTargets: true })).toMatchObject({ reason: 'invalid' });
+    expect(await checkWebhookUrl('file:///etc/passwd', { allowPrivateTargets: true })).toMatchObject({
+      reason: 'invalid',
+    });
   });
 });
 
 describe('signing and backoff', () => {
   it('signs the raw bytes as sha256=<hex HMAC-SHA256>', () => {
     const body = '{"event":"report.created","data":{"name":"Zoë"}}';
-    expect(signWebhookBody('whsec_test', body)).toBe(`sha256=${createHmac('sha256', 'whsec_test').update(Buffer.from(body, 'utf8')).digest('hex')}`);
+    expect(signWebhookBody('whsec_test', body)).toBe(
+      `sha256=${createHmac('sha256', 'whsec_test').update(Buffer.from(body, 'utf8')).digest('hex')}`,
+    );
   });
 
   it('waits backoffSeconds[n-1] after attempt n, repeating the last value', () => {

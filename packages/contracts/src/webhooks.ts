@@ -112,7 +112,10 @@ export async function checkWebhookUrl(
     return { reason: 'invalid', message: 'must use http or https' };
   }
   if (url.username !== '' || url.password !== '') {
-    return { reason: 'invalid', message: 'must not carry credentials; deliveries are authenticated by the signing secret' };
+    return {
+      reason: 'invalid',
+      message: 'must not carry credentials; deliveries are authenticated by the signing secret',
+    };
   }
   if (url.hash !== '') return { reason: 'invalid', message: 'must not have a #fragment' };
   if (options.allowPrivateTargets) return null;

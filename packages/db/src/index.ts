@@ -1,4 +1,12 @@
-export { createPool, inTransaction, withTransaction, isConnectionError, type Pool, type PoolClient, type Queryable } from './pool.ts';
+export {
+  createPool,
+  inTransaction,
+  withTransaction,
+  isConnectionError,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+} from './pool.ts';
 export { migrateDatabase, type MigrateOptions, type MigrateResult } from './migrate.ts';
 export {
   checkTimescaleAvailability,
@@ -8,7 +16,14 @@ export {
   type StorageMode,
   type RequestedStorageMode,
 } from './storage-mode.ts';
-export { goldRelations, goldRelation, goldDefinition, liveDefinition, installGoldRelations, type GoldRelation } from './gold.ts';
+export {
+  goldRelations,
+  goldRelation,
+  goldDefinition,
+  liveDefinition,
+  installGoldRelations,
+  type GoldRelation,
+} from './gold.ts';
 export {
   readGoldCoverage,
   readUtilization,

@@ -27,7 +27,10 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
   });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', (error) =>
-    options.logger?.warn({ error: error.message, code: (error as { code?: string }).code }, 'idle database connection failed'),
+    options.logger?.warn(
+      { error: error.message, code: (error as { code?: string }).code },
+      'idle database connection failed',
+    ),
   );
   // Nor a checked-out one between two queries (the database shut down under a running
   // transaction, as Ctrl-C does to the embedded server): pg emits 'error' on the client,
@@ -35,7 +38,10 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
   // and that failure takes the usual path (rollback, retry with backoff).
   pool.on('connect', (client) =>
     client.on('error', (error) =>
-      options.logger?.warn({ error: error.message, code: (error as { code?: string }).code }, 'database connection failed'),
+      options.logger?.warn(
+        { error: error.message, code: (error as { code?: string }).code },
+        'database connection failed',
+      ),
     ),
   );
   return pool;

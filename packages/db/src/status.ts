@@ -6,7 +6,13 @@ export interface DatabaseStatus {
   serverVersion: string;
   timescaledbVersion: string | null;
   migrations: string[];
-  gold: Array<{ relation: string; status: string; coverageFrom: Date | null; coverageTo: Date | null; updatedAt: Date | null }>;
+  gold: Array<{
+    relation: string;
+    status: string;
+    coverageFrom: Date | null;
+    coverageTo: Date | null;
+    updatedAt: Date | null;
+  }>;
 }
 
 /** What `gantry status` shows about the database. */
@@ -21,7 +27,9 @@ export async function readDatabaseStatus(db: Queryable): Promise<DatabaseStatus>
     const exists = await db.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [table]);
     if (!exists.rows[0]?.present) continue;
     const { rows } = await db.query<{ name: string }>(`SELECT name FROM ${table} ORDER BY run_on, id`);
-    migrations.push(...rows.map((row) => (table === 'gantry_migrations' ? row.name : `${table.slice(18)}/${row.name}`)));
+    migrations.push(
+      ...rows.map((row) => (table === 'gantry_migrations' ? row.name : `${table.slice(18)}/${row.name}`)),
+    );
   }
   const gold =
     storageMode === null

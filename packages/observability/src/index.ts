@@ -18,7 +18,11 @@ export interface HealthReport {
  * (Prometheus text, prom-client's global registry) and `/healthz` (200 when the
  * process's own check passes, else 503). In the all-in-one the API serves both.
  */
-export async function startMetricsServer(options: { host: string; port: number; health: () => HealthReport | Promise<HealthReport> }): Promise<MetricsServer> {
+export async function startMetricsServer(options: {
+  host: string;
+  port: number;
+  health: () => HealthReport | Promise<HealthReport>;
+}): Promise<MetricsServer> {
   const reply = (response: http.ServerResponse, status: number, body: unknown) =>
     response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   const server = http.createServer((request, response) => {
@@ -34,7 +38,11 @@ export async function startMetricsServer(options: { host: string; port: number; 
       Promise.resolve()
         .then(options.health)
         .then(
-          (report) => reply(response, report.healthy ? 200 : 503, { status: report.healthy ? 'ok' : 'unavailable', ...report.detail }),
+          (report) =>
+            reply(response, report.healthy ? 200 : 503, {
+              status: report.healthy ? 'ok' : 'unavailable',
+              ...report.detail,
+            }),
           () => reply(response, 503, { status: 'unavailable' }),
         );
     } else {

@@ -10,9 +10,15 @@ const MIN = 60 * S;
 const M_PER_DEG_LAT = (Math.PI / 180) * 6_371_008.8;
 
 type Partial = Omit<Reading, 'ts' | 'type' | 'assetId'>;
-const r = (ts: number, type: Reading['type'], fields: Partial = {}): Reading => ({ ts, type, assetId: ASSET, ...fields });
+const r = (ts: number, type: Reading['type'], fields: Partial = {}): Reading => ({
+  ts,
+  type,
+  assetId: ASSET,
+  ...fields,
+});
 const hb = (ts: number, ignition: boolean) => r(ts, 'heartbeat', { ignition });
-const fix = (ts: number, lat: number, lon = 10, valid = true) => r(ts, 'gps', { latitude: lat, longitude: lon, gpsValid: valid });
+const fix = (ts: number, lat: number, lon = 10, valid = true) =>
+  r(ts, 'gps', { latitude: lat, longitude: lon, gpsValid: valid });
 const adc = (ts: number, on: boolean) => r(ts, 'adcin', { adcOn: on });
 const hm = (ts: number, value: number) => r(ts, 'hourmeter', { hourmeter: value });
 const imu = (ts: number, peakG: number) => r(ts, 'imu', { peakG });
@@ -37,7 +43,10 @@ const order = ['adcin', 'gps', 'heartbeat', 'hourmeter', 'identifier', 'imu'];
 const sorted = (readings: Reading[]) =>
   [...readings].sort((a, b) => a.ts - b.ts || order.indexOf(a.type) - order.indexOf(b.type));
 
-function run(readings: Reading[], options: { now?: number; carry?: Carry | null; geofences?: GeofenceZone[] } = {}): DeriveResult {
+function run(
+  readings: Reading[],
+  options: { now?: number; carry?: Carry | null; geofences?: GeofenceZone[] } = {},
+): DeriveResult {
   const list = sorted(readings);
   const last = list[list.length - 1]?.ts ?? T0;
   return derive({
@@ -101,7 +110,11 @@ describe('segments', () => {
 
   it('splits at hour boundaries and sends distance to each hour in proportion to time', () => {
     const start = T0 + 50 * MIN;
-    const result = run([...beats(start, start + 20 * MIN, true), ...drive(start, 20 * MIN, 4), hb(start + 20 * MIN + 1, false)]);
+    const result = run([
+      ...beats(start, start + 20 * MIN, true),
+      ...drive(start, 20 * MIN, 4),
+      hb(start + 20 * MIN + 1, false),
+    ]);
     const byHour = new Map<number, { seconds: number; distance: number }>();
     for (const s of result.segments) {
       expect(Math.floor(s.start / 3_600_000)).toBe(Math.floor((s.end - 1) / 3_600_000));
@@ -132,15 +145,30 @@ describe('segments', () => {
   });
 
   it('sums positive hourmeter increments and ignores a reset', () => {
-    const result = run([hm(T0, 1000), hm(T0 + MIN, 1060), hm(T0 + 2 * MIN, 5), hm(T0 + 3 * MIN, 65), hm(T0 + 4 * MIN, 65)]);
+    const result = run([
+      hm(T0, 1000),
+      hm(T0 + MIN, 1060),
+      hm(T0 + 2 * MIN, 5),
+      hm(T0 + 3 * MIN, 65),
+      hm(T0 + 4 * MIN, 65),
+    ]);
     expect(sum(result.segments.map((s) => s.hourmeterDelta))).toBe(120);
   });
 
   it('spreads an hourmeter increment over the hours of its reading pair', () => {
     const start = T0 + 59 * MIN;
-    const result = run([...beats(start, start + 2 * MIN, true), hm(start, 0), hm(start + 2 * MIN, 120), hb(start + 2 * MIN + 1, false)]);
+    const result = run([
+      ...beats(start, start + 2 * MIN, true),
+      hm(start, 0),
+      hm(start + 2 * MIN, 120),
+      hb(start + 2 * MIN + 1, false),
+    ]);
     const byHour = (hour: number) =>
-      sum(result.segments.filter((s) => Math.floor(s.start / 3_600_000) * 3_600_000 === hour).map((s) => s.hourmeterDelta));
+      sum(
+        result.segments
+          .filter((s) => Math.floor(s.start / 3_600_000) * 3_600_000 === hour)
+          .map((s) => s.hourmeterDelta),
+      );
     expect(byHour(T0)).toBeCloseTo(60, 6);
     expect(byHour(T0 + 60 * MIN)).toBeCloseTo(60, 6);
   });
@@ -157,7 +185,12 @@ describe('usage sessions', () => {
     const result = run([...beats(T0, T0 + 30 * MIN, true), hb(T0 + 30 * MIN + 10 * S, false)]);
     expect(result.usageSessions).toHaveLength(1);
     const [session] = result.usageSessions;
-    expect(session).toMatchObject({ startReason: 'ignition_on', endReason: 'ignition_off', confidence: 1, isOpen: false });
+    expect(session).toMatchObject({
+      startReason: 'ignition_on',
+      endReason: 'ignition_off',
+      confidence: 1,
+      isOpen: false,
+    });
     expect(session!.end - session!.start).toBe(30 * MIN + 10 * S);
     expect(session!.stopCount).toBe(1);
     expect(session!.tripCount).toBe(0);
@@ -170,7 +203,11 @@ describe('usage sessions', () => {
     readings.push(...Array.from({ length: 18 }, (_, i) => fix(T0 + 5 * MIN + (i + 1) * 10 * S, lat1)));
     readings.push(...drive(T0 + 8 * MIN + 10 * S, 5 * MIN, 5, lat1).slice(1));
     const lat2 = lat1 + (5 * 300) / M_PER_DEG_LAT;
-    readings.push(fix(T0 + 13 * MIN + 20 * S, lat2), fix(T0 + 13 * MIN + 30 * S, lat2), fix(T0 + 13 * MIN + 40 * S, lat2));
+    readings.push(
+      fix(T0 + 13 * MIN + 20 * S, lat2),
+      fix(T0 + 13 * MIN + 30 * S, lat2),
+      fix(T0 + 13 * MIN + 40 * S, lat2),
+    );
     readings.push(...drive(T0 + 13 * MIN + 50 * S, 6 * MIN, 5, lat2).slice(1));
     const result = run(readings);
     expect(result.usageSessions).toHaveLength(1);
@@ -178,7 +215,11 @@ describe('usage sessions', () => {
   });
 
   it('a silence longer than the gap ends the session with timeout and the next data starts another', () => {
-    const result = run([...beats(T0, T0 + 10 * MIN, true), ...beats(T0 + 30 * MIN, T0 + 40 * MIN, true), hb(T0 + 41 * MIN, false)]);
+    const result = run([
+      ...beats(T0, T0 + 10 * MIN, true),
+      ...beats(T0 + 30 * MIN, T0 + 40 * MIN, true),
+      hb(T0 + 41 * MIN, false),
+    ]);
     expect(result.usageSessions.map((s) => [s.endReason, (s.end - s.start) / MIN])).toEqual([
       ['timeout', 10],
       ['ignition_off', 11],
@@ -186,9 +227,17 @@ describe('usage sessions', () => {
   });
 
   it('without ignition, movement is running: an inferred session of lower confidence', () => {
-    const result = run([...drive(T0, 10 * MIN, 5), ...Array.from({ length: 30 }, (_, i) => fix(T0 + 10 * MIN + (i + 1) * 10 * S, 50 + 3000 / M_PER_DEG_LAT))]);
+    const result = run([
+      ...drive(T0, 10 * MIN, 5),
+      ...Array.from({ length: 30 }, (_, i) => fix(T0 + 10 * MIN + (i + 1) * 10 * S, 50 + 3000 / M_PER_DEG_LAT)),
+    ]);
     expect(result.usageSessions).toHaveLength(1);
-    expect(result.usageSessions[0]).toMatchObject({ startReason: 'movement', endReason: 'movement', confidence: 0.6, isOpen: false });
+    expect(result.usageSessions[0]).toMatchObject({
+      startReason: 'movement',
+      endReason: 'movement',
+      confidence: 0.6,
+      isOpen: false,
+    });
     expect(result.usageSessions[0]!.runningSeconds).toBeCloseTo(600, 6);
     expect(result.usageSessions[0]!.end - result.usageSessions[0]!.start).toBe(10 * MIN);
   });
@@ -235,7 +284,12 @@ describe('identifier sessions', () => {
     },
     {
       name: 'another identifier logging in ends the first with identifier_change',
-      readings: [...beats(T0, T0 + 20 * MIN, true), login(T0 + MIN, 'A'), login(T0 + 5 * MIN, 'B'), logout(T0 + 9 * MIN, 'B')],
+      readings: [
+        ...beats(T0, T0 + 20 * MIN, true),
+        login(T0 + MIN, 'A'),
+        login(T0 + 5 * MIN, 'B'),
+        logout(T0 + 9 * MIN, 'B'),
+      ],
       sessions: [
         ['A', 'identifier_change', 4],
         ['B', 'logout', 4],
@@ -243,12 +297,21 @@ describe('identifier sessions', () => {
     },
     {
       name: 'ignition off ends the session',
-      readings: [...beats(T0, T0 + 10 * MIN, true), login(T0 + MIN, 'A'), ...beats(T0 + 10 * MIN + 10 * S, T0 + 12 * MIN, false)],
+      readings: [
+        ...beats(T0, T0 + 10 * MIN, true),
+        login(T0 + MIN, 'A'),
+        ...beats(T0 + 10 * MIN + 10 * S, T0 + 12 * MIN, false),
+      ],
       sessions: [['A', 'ignition_off', 9 + 1 / 6]],
     },
     {
       name: 'a repeated login of the same identifier continues the session',
-      readings: [...beats(T0, T0 + 20 * MIN, true), login(T0, 'A'), login(T0 + 5 * MIN, 'A'), logout(T0 + 10 * MIN, 'A')],
+      readings: [
+        ...beats(T0, T0 + 20 * MIN, true),
+        login(T0, 'A'),
+        login(T0 + 5 * MIN, 'A'),
+        logout(T0 + 10 * MIN, 'A'),
+      ],
       sessions: [['A', 'logout', 10]],
     },
     {
@@ -264,13 +327,24 @@ describe('identifier sessions', () => {
   ];
   it.each(cases)('$name', ({ readings, sessions }) => {
     const result = run(readings);
-    expect(result.identifierSessions.map((s) => [s.identifier, s.endReason, (s.end - s.start) / MIN])).toEqual(sessions);
+    expect(result.identifierSessions.map((s) => [s.identifier, s.endReason, (s.end - s.start) / MIN])).toEqual(
+      sessions,
+    );
   });
 
   it('counts the readings and fixes inside the session and gives the usage session its operator', () => {
-    const readings = [...beats(T0, T0 + 10 * MIN, true), ...drive(T0, 10 * MIN, 3), login(T0 + MIN, 'A'), logout(T0 + 2 * MIN, 'A')];
+    const readings = [
+      ...beats(T0, T0 + 10 * MIN, true),
+      ...drive(T0, 10 * MIN, 3),
+      login(T0 + MIN, 'A'),
+      logout(T0 + 2 * MIN, 'A'),
+    ];
     const result = run(readings);
-    expect(result.identifierSessions[0]).toMatchObject({ gpsPointCount: 7, eventCount: 16, distanceM: expect.closeTo(180, 3) });
+    expect(result.identifierSessions[0]).toMatchObject({
+      gpsPointCount: 7,
+      eventCount: 16,
+      distanceM: expect.closeTo(180, 3),
+    });
     expect(result.usageSessions[0]!.identifier).toBe('A');
   });
 });
@@ -279,7 +353,18 @@ describe('geofences', () => {
   const square: GeofenceZone = {
     id: 'zone-1',
     type: 'forbidden',
-    geometry: { type: 'Polygon', coordinates: [[[9.99, 50.001], [10.01, 50.001], [10.01, 50.002], [9.99, 50.002], [9.99, 50.001]]] },
+    geometry: {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [9.99, 50.001],
+          [10.01, 50.001],
+          [10.01, 50.002],
+          [9.99, 50.002],
+          [9.99, 50.001],
+        ],
+      ],
+    },
     bbox: [9.99, 50.001, 10.01, 50.002],
   };
   it('reports the first evaluation, then each crossing, at the fix that shows it', () => {
@@ -331,7 +416,15 @@ describe('resuming', () => {
     logout(T0 + 140 * MIN, 'B'),
   ]);
   const now = T0 + 10 * 60 * MIN;
-  const once = derive({ deviceId: 'device-1', carry: null, readings: day, geofences: [], now, carryAt: now, options: defaultDerivationOptions });
+  const once = derive({
+    deviceId: 'device-1',
+    carry: null,
+    readings: day,
+    geofences: [],
+    now,
+    carryAt: now,
+    options: defaultDerivationOptions,
+  });
 
   it('in chunks with a lagging carry gives exactly what one run gives', () => {
     for (const lagMs of [0, 30 * S, 5 * MIN]) {
@@ -341,7 +434,15 @@ describe('resuming', () => {
         const end = Math.min(day.length, index + 37);
         const chunkEnd = day[end - 1]!.ts;
         const next = day.filter((reading) => reading.ts >= (carry?.at ?? -Infinity) && reading.ts <= chunkEnd);
-        const result = derive({ deviceId: 'device-1', carry, readings: next, geofences: [], now, carryAt: chunkEnd - lagMs, options: defaultDerivationOptions });
+        const result = derive({
+          deviceId: 'device-1',
+          carry,
+          readings: next,
+          geofences: [],
+          now,
+          carryAt: chunkEnd - lagMs,
+          options: defaultDerivationOptions,
+        });
         results.push(result);
         // The carry is stored as jsonb between runs.
         carry = JSON.parse(JSON.stringify(result.carry)) as Carry;
@@ -356,7 +457,15 @@ describe('resuming', () => {
   it('from an hourly checkpoint after late data gives exactly a fresh derivation of everything', () => {
     const late = new Set(day.filter((reading) => reading.ts > T0 + 75 * MIN).filter((_, i) => i % 97 === 5));
     const early = day.filter((reading) => !late.has(reading));
-    const first = derive({ deviceId: 'device-1', carry: null, readings: early, geofences: [], now, carryAt: now, options: defaultDerivationOptions });
+    const first = derive({
+      deviceId: 'device-1',
+      carry: null,
+      readings: early,
+      geofences: [],
+      now,
+      carryAt: now,
+      options: defaultDerivationOptions,
+    });
     const earliestLate = Math.min(...[...late].map((reading) => reading.ts));
     const checkpoint = [...first.checkpoints].reverse().find((c) => c.at <= earliestLate)!;
     expect(checkpoint).toBeDefined();

@@ -349,7 +349,10 @@ class Deriver {
   private resolveMoving(pair: { distanceM: number; ms: number } | null): void {
     const { movingMinDistanceM, movingMinSpeedMps } = this.options;
     const moving =
-      pair !== null && pair.ms > 0 && pair.distanceM >= movingMinDistanceM && pair.distanceM / (pair.ms / 1000) >= movingMinSpeedMps;
+      pair !== null &&
+      pair.ms > 0 &&
+      pair.distanceM >= movingMinDistanceM &&
+      pair.distanceM / (pair.ms / 1000) >= movingMinSpeedMps;
     for (const item of this.state.queue) {
       if (item.kind !== 'interval' || item.moving !== null) continue;
       item.moving = moving;
@@ -437,7 +440,15 @@ class Deriver {
       const before = s.inside[zone.id];
       if (before === inside) continue;
       s.inside[zone.id] = inside;
-      this.transitions.push({ geofenceId: zone.id, assetId: s.assetId, ts, inside, initial: before === undefined, latitude, longitude });
+      this.transitions.push({
+        geofenceId: zone.id,
+        assetId: s.assetId,
+        ts,
+        inside,
+        initial: before === undefined,
+        latitude,
+        longitude,
+      });
     }
   }
 
@@ -479,7 +490,8 @@ class Deriver {
         break;
       case 'logout': {
         const open = this.state.ident.open;
-        if (open && (item.identifier === null || item.identifier === open.identifier)) this.identClose(item.ts, 'logout');
+        if (open && (item.identifier === null || item.identifier === open.identifier))
+          this.identClose(item.ts, 'logout');
         break;
       }
       case 'ignition_off':
@@ -674,7 +686,14 @@ class Deriver {
     const ident = this.state.ident;
     if (ident.open?.identifier === identifier) return;
     if (ident.open) this.identClose(ts, 'identifier_change');
-    ident.open = { identifier, start: ts, assetId: this.state.assetId, lastEnd: ts, figures: emptyFigures(), tracker: newTracker() };
+    ident.open = {
+      identifier,
+      start: ts,
+      assetId: this.state.assetId,
+      lastEnd: ts,
+      figures: emptyFigures(),
+      tracker: newTracker(),
+    };
     const usage = this.state.usage.open;
     if (usage && usage.identifier === null) usage.identifier = identifier;
   }
@@ -736,8 +755,10 @@ class Deriver {
         this.usageSessions.push(this.usageRow(view, view.lastEnd, null));
       }
     }
-    if (s.ident.closing) this.identifierSessions.push(this.identRow(s.ident.closing, s.ident.closing.end, s.ident.closing.endReason));
-    if (s.ident.open) this.identifierSessions.push(this.identRow(s.ident.open, Math.max(s.ident.open.lastEnd, s.lastTs ?? 0), null));
+    if (s.ident.closing)
+      this.identifierSessions.push(this.identRow(s.ident.closing, s.ident.closing.end, s.ident.closing.endReason));
+    if (s.ident.open)
+      this.identifierSessions.push(this.identRow(s.ident.open, Math.max(s.ident.open.lastEnd, s.lastTs ?? 0), null));
   }
 }
 
@@ -784,11 +805,13 @@ export function derive(input: DeriveInput): DeriveResult {
     const ts = readings[index]!.ts;
     let end = index + 1;
     while (end < readings.length && readings[end]!.ts === ts) end += 1;
-    if (state.lastTs !== null && ts < state.lastTs) throw new Error(`readings out of order at ${new Date(ts).toISOString()}`);
+    if (state.lastTs !== null && ts < state.lastTs)
+      throw new Error(`readings out of order at ${new Date(ts).toISOString()}`);
     if (state.lastTs !== null && floorHour(ts) > state.lastTs) {
       checkpoints.push({ ...structuredClone(state), at: floorHour(ts) });
     }
-    if (carry === null && ts >= input.carryAt) carry = { ...structuredClone(state), at: Math.max(state.at, input.carryAt) };
+    if (carry === null && ts >= input.carryAt)
+      carry = { ...structuredClone(state), at: Math.max(state.at, input.carryAt) };
     deriver.consumeGroup(ts, readings.slice(index, end));
     state.at = ts + 1;
     index = end;

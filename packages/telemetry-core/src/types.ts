@@ -46,9 +46,7 @@ export const defaultDerivationOptions: DerivationOptions = derivationOptionsSche
 export interface GeofenceZone {
   id: string;
   type: 'allowed' | 'forbidden';
-  geometry:
-    | { type: 'Polygon'; coordinates: number[][][] }
-    | { type: 'MultiPolygon'; coordinates: number[][][][] };
+  geometry: { type: 'Polygon'; coordinates: number[][][] } | { type: 'MultiPolygon'; coordinates: number[][][][] };
   /** [minLon, minLat, maxLon, maxLat] */
   bbox: number[];
 }

@@ -33,7 +33,11 @@ export function createApp(deps: AppDeps): App {
   const koa = new Koa({ proxy: true });
   koa.silent = true;
 
-  const rateLimiter = createRateLimiter(deps.config.rateLimit, deps.pool, deps.logger.child({ component: 'rate-limit' }));
+  const rateLimiter = createRateLimiter(
+    deps.config.rateLimit,
+    deps.pool,
+    deps.logger.child({ component: 'rate-limit' }),
+  );
   const router = registry.router({
     validateResponses: deps.validateResponses ?? false,
     authenticate: createAuthenticator(deps.pool, deps.config.http.adminToken),

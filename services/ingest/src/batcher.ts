@@ -150,8 +150,13 @@ export class Batcher {
         onFailedAttempt: ({ error, attemptNumber }) => {
           if (isDataError(error)) return;
           ingestMetrics.commitRetries.inc();
-          const fields = { err: { message: error.message, code: (error as { code?: string }).code }, attempt: attemptNumber, messages: messages.length };
-          if (attemptNumber === 1 || attemptNumber % 10 === 0) this.log.warn(fields, 'batch commit failed; retrying (messages stay unacknowledged)');
+          const fields = {
+            err: { message: error.message, code: (error as { code?: string }).code },
+            attempt: attemptNumber,
+            messages: messages.length,
+          };
+          if (attemptNumber === 1 || attemptNumber % 10 === 0)
+            this.log.warn(fields, 'batch commit failed; retrying (messages stay unacknowledged)');
         },
       },
     );
@@ -173,8 +178,16 @@ export class Batcher {
     }
     const message = messages[0]!;
     const detail = clip(`the database refused the message: ${(error as Error).message}`, 500);
-    this.log.warn({ topic: message.raw.topic, detail }, 'message refused by the database; kept in bronze as storage_error');
-    const refused: ParsedMessage = { ...message, readings: [], entryRejections: [], rejection: { reason: 'storage_error', detail } };
+    this.log.warn(
+      { topic: message.raw.topic, detail },
+      'message refused by the database; kept in bronze as storage_error',
+    );
+    const refused: ParsedMessage = {
+      ...message,
+      readings: [],
+      entryRejections: [],
+      rejection: { reason: 'storage_error', detail },
+    };
     try {
       await this.write([refused]);
     } catch (bronzeError) {

@@ -84,7 +84,15 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
       batcher.add({ message, settle });
     },
   });
-  logger.info({ storageMode: deps.storageMode, batchSize: settings.batchSize, batchMs: settings.batchMs, writers: settings.writers }, 'ingest started');
+  logger.info(
+    {
+      storageMode: deps.storageMode,
+      batchSize: settings.batchSize,
+      batchMs: settings.batchMs,
+      writers: settings.writers,
+    },
+    'ingest started',
+  );
 
   let stopping: Promise<void> | null = null;
   return {
@@ -95,7 +103,10 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
         const drained = await batcher.drain(settings.drainTimeoutMs);
         if (!drained) {
           batcher.abortRetries();
-          logger.warn({ pending: batcher.pending }, 'ingest stopped before every batch committed; the broker redelivers the rest');
+          logger.warn(
+            { pending: batcher.pending },
+            'ingest stopped before every batch committed; the broker redelivers the rest',
+          );
         }
         connection.flushAcks();
         await connection.close();

@@ -12,12 +12,19 @@ async function main(): Promise<void> {
   if (!config.databaseUrl) throw new Error('GANTRY_DATABASE_URL is required to run ingest on its own');
   if (!config.mqtt.url) throw new Error('GANTRY_MQTT_URL is required to run ingest on its own');
   collectDefaultMetrics();
-  const { pool, storageMode } = await openDatabase({ ...config, databaseUrl: config.databaseUrl }, logger, 'gantry-ingest');
+  const { pool, storageMode } = await openDatabase(
+    { ...config, databaseUrl: config.databaseUrl },
+    logger,
+    'gantry-ingest',
+  );
   const ingest = await startIngest({ config, pool, logger, storageMode });
   const metrics = await startMetricsServer({
     host: config.http.host,
     port: config.ingest.metricsPort,
-    health: () => ({ healthy: ingest.isConnected(), detail: { mqtt: ingest.isConnected() ? 'connected' : 'disconnected' } }),
+    health: () => ({
+      healthy: ingest.isConnected(),
+      detail: { mqtt: ingest.isConnected() ? 'connected' : 'disconnected' },
+    }),
   });
   logger.info({ port: metrics.port }, 'ingest metrics and health listening');
   onShutdown(logger, async () => {

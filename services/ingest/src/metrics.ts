@@ -13,11 +13,20 @@ function once<T>(name: string, create: () => T): T {
 export const ingestMetrics = {
   received: once(
     'gantry_ingest_messages_received_total',
-    () => new Counter({ name: 'gantry_ingest_messages_received_total', help: 'MQTT messages received by ingest', labelNames: ['type'] }),
+    () =>
+      new Counter({
+        name: 'gantry_ingest_messages_received_total',
+        help: 'MQTT messages received by ingest',
+        labelNames: ['type'],
+      }),
   ),
   redelivered: once(
     'gantry_ingest_messages_redelivered_total',
-    () => new Counter({ name: 'gantry_ingest_messages_redelivered_total', help: 'Messages the broker sent again (DUP flag): earlier ones were not acknowledged' }),
+    () =>
+      new Counter({
+        name: 'gantry_ingest_messages_redelivered_total',
+        help: 'Messages the broker sent again (DUP flag): earlier ones were not acknowledged',
+      }),
   ),
   stored: once(
     'gantry_ingest_messages_stored_total',
@@ -70,11 +79,19 @@ export const ingestMetrics = {
   ),
   commitRetries: once(
     'gantry_ingest_commit_retries_total',
-    () => new Counter({ name: 'gantry_ingest_commit_retries_total', help: 'Batch commits retried after a database failure' }),
+    () =>
+      new Counter({
+        name: 'gantry_ingest_commit_retries_total',
+        help: 'Batch commits retried after a database failure',
+      }),
   ),
   inFlight: once(
     'gantry_ingest_unacknowledged_messages',
-    () => new Gauge({ name: 'gantry_ingest_unacknowledged_messages', help: 'Messages received and not yet acknowledged to the broker' }),
+    () =>
+      new Gauge({
+        name: 'gantry_ingest_unacknowledged_messages',
+        help: 'Messages received and not yet acknowledged to the broker',
+      }),
   ),
   connected: once(
     'gantry_ingest_mqtt_connected',
@@ -83,7 +100,11 @@ export const ingestMetrics = {
 };
 
 /** Counts the committed outcomes of one batch. */
-export function recordOutcomes(outcomes: MessageOutcome[], deviceTimes: Array<number | null>, receivedAt: number[]): void {
+export function recordOutcomes(
+  outcomes: MessageOutcome[],
+  deviceTimes: Array<number | null>,
+  receivedAt: number[],
+): void {
   const byStatus: Record<BronzeStatus, number> = { accepted: 0, rejected: 0, duplicate: 0, partial: 0 };
   const byReason = new Map<string, number>();
   let readings = 0;

@@ -41,10 +41,18 @@ interface BronzeRow {
  * derivation queue; each bronze row gets its new status in place. Idempotent: silver
  * keeps one reading per (device, type, ts), so running it twice adds nothing.
  */
-export async function replayBronze(deps: { pool: Pool; config: Config }, options: ReplayOptions): Promise<ReplaySummary> {
+export async function replayBronze(
+  deps: { pool: Pool; config: Config },
+  options: ReplayOptions,
+): Promise<ReplaySummary> {
   const { pool, config } = deps;
   const chunkSize = options.chunkSize ?? 2000;
-  const summary: ReplaySummary = { messages: 0, statuses: { accepted: 0, rejected: 0, duplicate: 0, partial: 0 }, changed: 0, readingsAdded: 0 };
+  const summary: ReplaySummary = {
+    messages: 0,
+    statuses: { accepted: 0, rejected: 0, duplicate: 0, partial: 0 },
+    changed: 0,
+    readingsAdded: 0,
+  };
   const statuses = options.all ? ['accepted', 'duplicate', 'partial', 'rejected'] : ['partial', 'rejected'];
   let cursor: { receivedAt: Date; id: number } = { receivedAt: options.from, id: -1 };
 
@@ -78,7 +86,11 @@ export async function replayBronze(deps: { pool: Pool; config: Config }, options
       readingCount: row.reading_count,
     }));
     const result = await inTransaction(pool, config.ingest.statementTimeoutMs * 4, (client) =>
-      writeBatch(client, messages, { method: 'unnest', oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES, replay: targets }),
+      writeBatch(client, messages, {
+        method: 'unnest',
+        oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES,
+        replay: targets,
+      }),
     );
     result.outcomes.forEach((outcome, index) => {
       summary.statuses[outcome.status] += 1;

@@ -8,7 +8,10 @@ import { zoneCrossing } from './yard.ts';
 
 const HOUR = 3_600_000;
 const end = Date.parse('2026-03-10T14:00:00Z');
-const deviceIds = Array.from({ length: 20 }, (_, index) => `demo-${['sc', 'rs', 'fl'][index % 3]}-${String(index + 1).padStart(2, '0')}`);
+const deviceIds = Array.from(
+  { length: 20 },
+  (_, index) => `demo-${['sc', 'rs', 'fl'][index % 3]}-${String(index + 1).padStart(2, '0')}`,
+);
 const operators = Array.from({ length: 40 }, (_, index) => `OP-${String(index + 1).padStart(3, '0')}`);
 /** The demo's "Quay crane exclusion zone" (provisioning/demo.ts). */
 const zoneCenter = { lat: DEMO_YARD.lat + 0.003, lon: DEMO_YARD.lon + 0.004 };
@@ -26,7 +29,13 @@ function fixes(messages: Array<{ type: string; payload: unknown }>): LatLon[] {
 }
 
 describe('demo history', () => {
-  const history = demoHistory({ deviceIds, end, operators, avoid: [zone], endAt: { [deviceIds[0]!]: crossing.approach } });
+  const history = demoHistory({
+    deviceIds,
+    end,
+    operators,
+    avoid: [zone],
+    endAt: { [deviceIds[0]!]: crossing.approach },
+  });
 
   it('gives every machine ten hours of two shifts: closed usage and operator sessions, the current crew still at work', () => {
     for (const [index, truth] of history.truths.entries()) {
@@ -40,9 +49,15 @@ describe('demo history', () => {
       const crews = new Set(truth.identifierSessions.map((session) => session.identifier));
       expect(crews).toEqual(new Set([operators[index], operators[index + 20]]));
       expect(truth.identifierSessions.at(-1)).toMatchObject({ identifier: operators[index + 20], endReason: null });
-      expect(history.machines[index]).toMatchObject({ deviceId: deviceIds[index], operator: operators[index + 20], running: true });
+      expect(history.machines[index]).toMatchObject({
+        deviceId: deviceIds[index],
+        operator: operators[index + 20],
+        running: true,
+      });
     }
-    const reasons = new Set(history.truths.flatMap((truth) => truth.identifierSessions.map((session) => session.endReason)));
+    const reasons = new Set(
+      history.truths.flatMap((truth) => truth.identifierSessions.map((session) => session.endReason)),
+    );
     expect(reasons).toEqual(new Set(['logout', 'ignition_off', 'identifier_change', 'timeout', null]));
   });
 
@@ -61,7 +76,9 @@ describe('demo history', () => {
 
   it('uploads as batch messages under the payload limit, every reading once, each device in time order', () => {
     const batches = historyBatches(history.messages, end + 5000);
-    expect(Math.max(...batches.map((batch) => Buffer.byteLength(JSON.stringify(batch.payload))))).toBeLessThan(60 * 1024);
+    expect(Math.max(...batches.map((batch) => Buffer.byteLength(JSON.stringify(batch.payload))))).toBeLessThan(
+      60 * 1024,
+    );
     expect(batches.reduce((sum, batch) => sum + (batch.payload as unknown[]).length, 0)).toBe(history.messages.length);
     expect(batches.slice(0, 20).map((batch) => batch.deviceId)).toEqual(deviceIds);
     for (const deviceId of deviceIds) {
@@ -81,7 +98,8 @@ describe('live demo fleet', () => {
     const published: Array<{ topic: string; payload: Record<string, unknown> }> = [];
     const publisher: Publisher = {
       stats: { sent: 0, acked: 0 },
-      publish: async (topic, payload) => void published.push({ topic, payload: JSON.parse(String(payload)) as Record<string, unknown> }),
+      publish: async (topic, payload) =>
+        void published.push({ topic, payload: JSON.parse(String(payload)) as Record<string, unknown> }),
       flush: async () => undefined,
       close: async () => undefined,
     };
@@ -100,18 +118,22 @@ describe('live demo fleet', () => {
     });
     await vi.advanceTimersByTimeAsync(2000);
     const logins = published.filter((message) => message.topic.endsWith('/identifier'));
-    expect(logins.map((message) => [message.topic.split('/')[3], message.payload.identifier, message.payload.event])).toEqual(
-      deviceIds.map((deviceId, index) => [deviceId, operators[index + 20], 'login']),
-    );
+    expect(
+      logins.map((message) => [message.topic.split('/')[3], message.payload.identifier, message.payload.event]),
+    ).toEqual(deviceIds.map((deviceId, index) => [deviceId, operators[index + 20], 'login']));
 
     await vi.advanceTimersByTimeAsync(70_000);
     await simulator.stop();
     const box = boxAround(zone);
-    const inside = published.filter((message) => message.topic.endsWith('/gps') && inBox(message.payload as unknown as LatLon, box));
+    const inside = published.filter(
+      (message) => message.topic.endsWith('/gps') && inBox(message.payload as unknown as LatLon, box),
+    );
     expect(inside.length).toBeGreaterThan(0);
     expect(new Set(inside.map((message) => message.topic.split('/')[3]))).toEqual(new Set([deviceIds[0]]));
     // Through and out again in a little over a minute.
-    const lastOfFirst = published.filter((message) => message.topic === `gantry/v1/devices/${deviceIds[0]}/gps`).at(-1)!;
+    const lastOfFirst = published
+      .filter((message) => message.topic === `gantry/v1/devices/${deviceIds[0]}/gps`)
+      .at(-1)!;
     expect(inBox(lastOfFirst.payload as unknown as LatLon, box)).toBe(false);
   });
 });

@@ -64,7 +64,10 @@ function speedsFor(deviceId: string, random: () => number): { empty: number; loa
       : deviceId.includes('-fl-')
         ? [10, 14, 7, 10]
         : [10, 15, 8, 12];
-  return { empty: emptyFrom + random() * (emptyTo - emptyFrom), loaded: loadedFrom + random() * (loadedTo - loadedFrom) };
+  return {
+    empty: emptyFrom + random() * (emptyTo - emptyFrom),
+    loaded: loadedFrom + random() * (loadedTo - loadedFrom),
+  };
 }
 
 /**
@@ -101,7 +104,15 @@ export function demoHistory(options: DemoHistoryOptions): DemoHistory {
     let position = pickWaypoint(center, center, radiusM, boxes, random);
     let loaded = false;
     let operator: string | null = null;
-    const script = new MachineScript({ deviceId, start, position, gpsEveryS: options.gpsEveryS ?? 10, hourmeterEveryS: 60, heartbeatEveryS: 60, hourmeterStart });
+    const script = new MachineScript({
+      deviceId,
+      start,
+      position,
+      gpsEveryS: options.gpsEveryS ?? 10,
+      hourmeterEveryS: 60,
+      heartbeatEveryS: 60,
+      hourmeterStart,
+    });
 
     const driveTo = (target: LatLon, speedKmh: number) => {
       for (const point of routeAround(position, target, boxes)) {
@@ -143,7 +154,8 @@ export function demoHistory(options: DemoHistoryOptions): DemoHistory {
       const pickup = pickWaypoint(position, center, radiusM, boxes, random);
       const dropAt = pickWaypoint(pickup, center, radiusM, boxes, random);
       const waits = [between(15, 45), between(5, 15), between(10, 30), between(30, 150)];
-      const driving = haversineM(position, pickup) / (speeds.empty / 3.6) + haversineM(pickup, dropAt) / (speeds.loaded / 3.6);
+      const driving =
+        haversineM(position, pickup) / (speeds.empty / 3.6) + haversineM(pickup, dropAt) / (speeds.loaded / 3.6);
       if (script.now + (driving + waits.reduce((sum, wait) => sum + wait, 0) + 30) * 1000 > until) return false;
       driveTo(pickup, speeds.empty);
       script.idle(waits[0]!);
@@ -209,7 +221,8 @@ export function demoHistory(options: DemoHistoryOptions): DemoHistory {
     }
     const lateEvents: Array<{ at: number; run: () => void }> = [];
     if (index % 2 === 1) lateEvents.push({ at: script.now + Math.round(between(40, 60) * MINUTE), run: coffee });
-    if (index % 7 === 3) lateEvents.push({ at: script.now + 30 * MINUTE, run: () => script.idle(between(15, 25) * 60) });
+    if (index % 7 === 3)
+      lateEvents.push({ at: script.now + 30 * MINUTE, run: () => script.idle(between(15, 25) * 60) });
     const parking = options.endAt?.[deviceId];
     workUntil(options.end - (parking ? 12 * MINUTE : 1000), lateEvents);
     if (parking) {
@@ -221,7 +234,14 @@ export function demoHistory(options: DemoHistoryOptions): DemoHistory {
     messages.push(...own);
     const truth = script.truth();
     truths.push(truth);
-    machines.push({ deviceId, position, loaded, hourmeter: hourmeterStart + truth.hourmeterDelta, operator, running: true });
+    machines.push({
+      deviceId,
+      position,
+      loaded,
+      hourmeter: hourmeterStart + truth.hourmeterDelta,
+      operator,
+      running: true,
+    });
   });
   return { messages, machines, truths };
 }
@@ -311,13 +331,21 @@ export function startDemoFleet(options: DemoFleetOptions): DemoFleet {
     let historyMessages = 0;
     if (history) {
       const batches = historyBatches(history.messages, now);
-      const publisher = await createPublisher({ mqttUrl: options.mqttUrl, username: options.username, password: options.password, window: 50 });
+      const publisher = await createPublisher({
+        mqttUrl: options.mqttUrl,
+        username: options.username,
+        password: options.password,
+        window: 50,
+      });
       try {
         historyMessages = await publishMessages(publisher, batches, { signal: abort.signal });
       } finally {
         await publisher.close();
       }
-      log?.info({ readings: history.messages.length, messages: historyMessages, hours: options.historyHours ?? 10 }, 'demo history uploaded');
+      log?.info(
+        { readings: history.messages.length, messages: historyMessages, hours: options.historyHours ?? 10 },
+        'demo history uploaded',
+      );
     }
     if (abort.signal.aborted) return { historyReadings: 0, historyMessages };
 
@@ -327,7 +355,8 @@ export function startDemoFleet(options: DemoFleetOptions): DemoFleet {
       const end = ends.get(device.deviceId);
       const position = end?.position ?? device.position ?? undefined;
       const crossesZone = crossing !== null && index === 0;
-      const toApproach = crossing === null ? [] : position ? routeAround(position, crossing.approach, boxes) : [crossing.approach];
+      const toApproach =
+        crossing === null ? [] : position ? routeAround(position, crossing.approach, boxes) : [crossing.approach];
       return {
         deviceId: device.deviceId,
         position,

@@ -104,8 +104,18 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   const lateFraction = options.lateFraction ?? 0.002;
   const duplicateFraction = options.duplicateFraction ?? 0.01;
   const badFraction = options.badFraction ?? 0;
-  const publisher = options.publisher ?? (await createPublisher({ mqttUrl: options.mqttUrl, username: options.username, password: options.password }));
-  const stats: SimulatorStats = { ticks: 0, published: 0, byType: {}, duplicates: 0, bad: 0, batches: 0, batchedReadings: 0 };
+  const publisher =
+    options.publisher ??
+    (await createPublisher({ mqttUrl: options.mqttUrl, username: options.username, password: options.password }));
+  const stats: SimulatorStats = {
+    ticks: 0,
+    published: 0,
+    byType: {},
+    duplicates: 0,
+    bad: 0,
+    batches: 0,
+    batchedReadings: 0,
+  };
   const log = options.logger?.child({ component: 'simulator' });
 
   const boxes = avoidBoxes(options.avoid);
@@ -116,7 +126,12 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
     const position = device.position ?? nextWaypoint(center);
     const route = [...(device.route ?? [])];
     const first = route.shift();
-    const operator = device.operator === undefined ? (operators.length > 0 ? operators[index % operators.length]! : null) : device.operator;
+    const operator =
+      device.operator === undefined
+        ? operators.length > 0
+          ? operators[index % operators.length]!
+          : null
+        : device.operator;
     return {
       deviceId: device.deviceId,
       position,
@@ -144,10 +159,17 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
     const { topic, payload } = encodeMessage(message);
     stats.published += 1;
     stats.byType[message.type] = (stats.byType[message.type] ?? 0) + 1;
-    publisher.publish(topic, payload, message.qos ?? 1).catch((error: unknown) => log?.warn({ err: error }, 'simulator publish failed'));
+    publisher
+      .publish(topic, payload, message.qos ?? 1)
+      .catch((error: unknown) => log?.warn({ err: error }, 'simulator publish failed'));
   };
 
-  const reading = (machine: Machine, type: ReadingType, ts: number, fields: Record<string, unknown> = {}): SimulatedMessage => {
+  const reading = (
+    machine: Machine,
+    type: ReadingType,
+    ts: number,
+    fields: Record<string, unknown> = {},
+  ): SimulatedMessage => {
     const payload = { ...readingPayload(type, ts, machine.position, random), ignition: machine.running, ...fields };
     return { deviceId: machine.deviceId, type, ts, payload };
   };
@@ -165,7 +187,8 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
       machine.started = true;
       out.push(reading(machine, 'heartbeat', ts));
       machine.lastHeartbeat = ts;
-      if (machine.operator) out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'login' }));
+      if (machine.operator)
+        out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'login' }));
     }
     if (machine.breakUntil > ts) {
       if (ts - machine.lastHeartbeat >= 60_000) {
@@ -192,16 +215,24 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
         const next = machine.route.shift();
         machine.passing = next !== undefined;
         machine.waypoint = next ?? nextWaypoint(machine.position);
-        out.push(reading(machine, 'gps', ts, { speedKmh: Math.round(speedKmh * 10) / 10, heading: Math.round(heading * 10) / 10 }));
+        out.push(
+          reading(machine, 'gps', ts, {
+            speedKmh: Math.round(speedKmh * 10) / 10,
+            heading: Math.round(heading * 10) / 10,
+          }),
+        );
       } else if (remaining <= step) {
         machine.position = machine.waypoint;
         machine.waypoint = nextWaypoint(machine.position);
         machine.loaded = !machine.loaded;
         speedKmh = 0;
-        out.push(reading(machine, 'adcin', ts, { state: machine.loaded ? 'on' : 'off', raw: machine.loaded ? 24.2 : 0.1 }));
+        out.push(
+          reading(machine, 'adcin', ts, { state: machine.loaded ? 'on' : 'off', raw: machine.loaded ? 24.2 : 0.1 }),
+        );
         if (random() < 0.05) {
           // A break: the operator logs out, ignition off for a few minutes.
-          if (machine.operator) out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'logout' }));
+          if (machine.operator)
+            out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'logout' }));
           machine.operator = null;
           machine.running = false;
           machine.breakUntil = ts + (2 + random() * 6) * 60_000;
@@ -212,7 +243,12 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
       } else {
         const heading = bearingDeg(machine.position, machine.waypoint);
         machine.position = destination(machine.position, step, heading);
-        out.push(reading(machine, 'gps', ts, { speedKmh: Math.round(speedKmh * 10) / 10, heading: Math.round(heading * 10) / 10 }));
+        out.push(
+          reading(machine, 'gps', ts, {
+            speedKmh: Math.round(speedKmh * 10) / 10,
+            heading: Math.round(heading * 10) / 10,
+          }),
+        );
       }
       machine.hourmeter += dt;
       if (ts - machine.lastHourmeter >= 60_000) {
@@ -224,7 +260,11 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
         machine.lastHeartbeat = ts;
       }
       if (ts - machine.lastImu >= 10_000) {
-        out.push(reading(machine, 'imu', ts, { peakG: random() < 0.02 ? 2.5 + random() * 2 : Math.round(random() * 180) / 100 }));
+        out.push(
+          reading(machine, 'imu', ts, {
+            peakG: random() < 0.02 ? 2.5 + random() * 2 : Math.round(random() * 180) / 100,
+          }),
+        );
         machine.lastImu = ts;
       }
     }
@@ -251,7 +291,9 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
       }
     }
     if (badFraction > 0 && random() < badFraction) {
-      const cases = badMessageCases(machine.deviceId, ts).filter((entry) => entry.reason !== 'payload_too_large' || random() < 0.05);
+      const cases = badMessageCases(machine.deviceId, ts).filter(
+        (entry) => entry.reason !== 'payload_too_large' || random() < 0.05,
+      );
       send(cases[Math.floor(random() * cases.length)]!.message);
       stats.bad += 1;
     }

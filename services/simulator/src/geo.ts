@@ -20,7 +20,9 @@ export function haversineM(a: LatLon, b: LatLon): number {
 /** Initial bearing from a to b, degrees 0..360. */
 export function bearingDeg(a: LatLon, b: LatLon): number {
   const y = Math.sin(rad(b.lon - a.lon)) * Math.cos(rad(b.lat));
-  const x = Math.cos(rad(a.lat)) * Math.sin(rad(b.lat)) - Math.sin(rad(a.lat)) * Math.cos(rad(b.lat)) * Math.cos(rad(b.lon - a.lon));
+  const x =
+    Math.cos(rad(a.lat)) * Math.sin(rad(b.lat)) -
+    Math.sin(rad(a.lat)) * Math.cos(rad(b.lat)) * Math.cos(rad(b.lon - a.lon));
   return (deg(Math.atan2(y, x)) + 360) % 360;
 }
 
@@ -36,7 +38,12 @@ export function destination(from: LatLon, distanceM: number, bearing: number): L
   const lon1 = rad(from.lon);
   const theta = rad(bearing);
   const lat2 = Math.asin(Math.sin(lat1) * Math.cos(angular) + Math.cos(lat1) * Math.sin(angular) * Math.cos(theta));
-  const lon2 = lon1 + Math.atan2(Math.sin(theta) * Math.sin(angular) * Math.cos(lat1), Math.cos(angular) - Math.sin(lat1) * Math.sin(lat2));
+  const lon2 =
+    lon1 +
+    Math.atan2(
+      Math.sin(theta) * Math.sin(angular) * Math.cos(lat1),
+      Math.cos(angular) - Math.sin(lat1) * Math.sin(lat2),
+    );
   return { lat: deg(lat2), lon: ((deg(lon2) + 540) % 360) - 180 };
 }
 
@@ -55,7 +62,12 @@ export function boxAround(ring: LatLon[], marginM = 0): Box {
   const midLat = (Math.min(...lats) + Math.max(...lats)) / 2;
   const dLat = marginM / 111_320;
   const dLon = marginM / (111_320 * Math.cos(rad(midLat)));
-  return { minLat: Math.min(...lats) - dLat, maxLat: Math.max(...lats) + dLat, minLon: Math.min(...lons) - dLon, maxLon: Math.max(...lons) + dLon };
+  return {
+    minLat: Math.min(...lats) - dLat,
+    maxLat: Math.max(...lats) + dLat,
+    minLon: Math.min(...lons) - dLon,
+    maxLon: Math.max(...lons) + dLon,
+  };
 }
 
 export function boxCenter(box: Box): LatLon {
@@ -100,7 +112,13 @@ export function routeAround(from: LatLon, to: LatLon, boxes: Box[]): LatLon[] {
     // From right beside one side to the opposite side: round two corners.
     for (const first of corners) {
       for (const second of corners) {
-        if (first === second || !pathClear(from, first, boxes) || !pathClear(first, second, boxes) || !pathClear(second, to, boxes)) continue;
+        if (
+          first === second ||
+          !pathClear(from, first, boxes) ||
+          !pathClear(first, second, boxes) ||
+          !pathClear(second, to, boxes)
+        )
+          continue;
         return [first, second, to];
       }
     }

@@ -19,8 +19,24 @@ export {
   type FleetTrafficOptions,
   type MessageMix,
 } from './traffic.ts';
-export { startSimulator, type RunningSimulator, type SimulatedDevice, type SimulatorOptions, type SimulatorStats } from './fleet.ts';
-export { bearingDeg, boxAround, destination, haversineM, interpolate, pathClear, routeAround, type Box, type LatLon } from './geo.ts';
+export {
+  startSimulator,
+  type RunningSimulator,
+  type SimulatedDevice,
+  type SimulatorOptions,
+  type SimulatorStats,
+} from './fleet.ts';
+export {
+  bearingDeg,
+  boxAround,
+  destination,
+  haversineM,
+  interpolate,
+  pathClear,
+  routeAround,
+  type Box,
+  type LatLon,
+} from './geo.ts';
 export {
   demoHistory,
   historyBatches,

@@ -34,7 +34,14 @@ describe('MachineScript ground truth', () => {
     expect(truth.containerCycleCount).toBe(1);
     expect(truth.hourmeterDelta).toBe(Math.round(truth.runningSeconds));
     expect(truth.usageSessions).toEqual([
-      { start, end: start + Math.round(truth.runningSeconds * 1000), startReason: 'ignition_on', endReason: 'ignition_off', distanceM: truth.distanceM, containerCycles: 1 },
+      {
+        start,
+        end: start + Math.round(truth.runningSeconds * 1000),
+        startReason: 'ignition_on',
+        endReason: 'ignition_off',
+        distanceM: truth.distanceM,
+        containerCycles: 1,
+      },
     ]);
     expect(truth.identifierSessions).toEqual([
       // Logged out at the drop, a second before the switch-off.
@@ -54,25 +61,40 @@ describe('MachineScript ground truth', () => {
     const messages = script.messages();
     const keys = messages.map((message) => `${message.type}|${message.ts}`);
     expect(new Set(keys).size).toBe(keys.length);
-    expect(messages.map((message) => message.ts)).toEqual([...messages.map((message) => message.ts)].sort((a, b) => a - b));
-    expect(messages.every((message) => typeof (message.payload as { ignition?: unknown }).ignition === 'boolean')).toBe(true);
+    expect(messages.map((message) => message.ts)).toEqual(
+      [...messages.map((message) => message.ts)].sort((a, b) => a - b),
+    );
+    expect(messages.every((message) => typeof (message.payload as { ignition?: unknown }).ignition === 'boolean')).toBe(
+      true,
+    );
     expect(script.truth().imuAnomalyCount).toBe(1);
     expect(script.truth().readings.adcin).toBe(2);
     expect(script.truth().containerCycleCount).toBe(1);
   });
 
   it('treats a silence over 10 minutes as a gap that ends the sessions with timeout', () => {
-    const script = new MachineScript({ deviceId: 'sc-03', start, position: yard }).ignitionOn().login('OP-002').idle(60).silence(900).idle(60);
+    const script = new MachineScript({ deviceId: 'sc-03', start, position: yard })
+      .ignitionOn()
+      .login('OP-002')
+      .idle(60)
+      .silence(900)
+      .idle(60);
     const truth = script.truth();
     expect(truth.gaps).toEqual([{ start: start + 60_000, end: start + 960_000 }]);
     expect(truth.runningSeconds).toBe(120);
     expect(truth.usageSessions[0]).toMatchObject({ end: start + 60_000, endReason: 'timeout' });
     expect(truth.identifierSessions[0]).toMatchObject({ end: start + 60_000, endReason: 'timeout' });
-    expect(script.messages().some((message) => message.ts > start + 60_000 && message.ts < start + 960_000)).toBe(false);
+    expect(script.messages().some((message) => message.ts > start + 60_000 && message.ts < start + 960_000)).toBe(
+      false,
+    );
   });
 
   it('packs readings into batch uploads that carry every reading once', () => {
-    const readings = new MachineScript({ deviceId: 'sc-04', start, position: yard }).ignitionOn().idle(600).ignitionOff().messages();
+    const readings = new MachineScript({ deviceId: 'sc-04', start, position: yard })
+      .ignitionOn()
+      .idle(600)
+      .ignitionOff()
+      .messages();
     const batches = toBatches(readings, { size: 50, uploadAt: start + 86_400_000 });
     expect(batches.every((batch) => batch.type === 'batch' && batch.ts === start + 86_400_000)).toBe(true);
     expect(batches.flatMap((batch) => batch.payload as unknown[])).toHaveLength(readings.length);

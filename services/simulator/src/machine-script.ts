@@ -129,7 +129,8 @@ export class MachineScript {
   /** Adds a reading; false when a periodic reading of this type already exists at this millisecond. */
   private emit(type: ReadingType, fields: Record<string, unknown>): boolean {
     // Events (lift, login, shock) never vanish: a second one in the same millisecond happens a second later.
-    while (this.keys.has(`${type}|${this.t}`) && (type === 'adcin' || type === 'identifier' || type === 'imu')) this.account(1000, 0);
+    while (this.keys.has(`${type}|${this.t}`) && (type === 'adcin' || type === 'identifier' || type === 'imu'))
+      this.account(1000, 0);
     const key = `${type}|${this.t}`;
     if (this.keys.has(key)) return false;
     this.keys.add(key);
@@ -168,7 +169,13 @@ export class MachineScript {
   }
 
   private heartbeat(): void {
-    this.emit('heartbeat', { ignition: this.running, batteryV: 26.4, rssi: -67, firmware: 'sim-1.4.2', uptimeS: Math.round((this.t - this.truthState.start) / 1000) });
+    this.emit('heartbeat', {
+      ignition: this.running,
+      batteryV: 26.4,
+      rssi: -67,
+      firmware: 'sim-1.4.2',
+      uptimeS: Math.round((this.t - this.truthState.start) / 1000),
+    });
     this.lastHeartbeatAt = this.t;
   }
 
@@ -207,14 +214,22 @@ export class MachineScript {
    * a second later, so its readings are not dropped as duplicates of those.
    */
   private clearInstant(): void {
-    if (this.keys.has(`gps|${this.t}`) || this.keys.has(`heartbeat|${this.t}`) || this.keys.has(`hourmeter|${this.t}`)) this.account(1000, 0);
+    if (this.keys.has(`gps|${this.t}`) || this.keys.has(`heartbeat|${this.t}`) || this.keys.has(`hourmeter|${this.t}`))
+      this.account(1000, 0);
   }
 
   ignitionOn(): this {
     if (this.running) return this;
     this.clearInstant();
     this.running = true;
-    this.session = { start: this.t, end: null, startReason: 'ignition_on', endReason: null, distanceM: 0, containerCycles: 0 };
+    this.session = {
+      start: this.t,
+      end: null,
+      startReason: 'ignition_on',
+      endReason: null,
+      distanceM: 0,
+      containerCycles: 0,
+    };
     this.truthState.usageSessions.push(this.session);
     this.heartbeat();
     this.hourmeterReading();
@@ -335,7 +350,11 @@ export class MachineScript {
     this.account(1000, 0);
     const saved = this.position;
     if (kind === 'null_island') this.position = { lat: 0, lon: 0 };
-    const emitted = this.fix(0, undefined, kind === 'no_fix' ? { fix: false } : kind === 'poor_hdop' ? { hdop: 9.5 } : {});
+    const emitted = this.fix(
+      0,
+      undefined,
+      kind === 'no_fix' ? { fix: false } : kind === 'poor_hdop' ? { hdop: 9.5 } : {},
+    );
     this.position = saved;
     if (emitted) this.truthState.validGpsFixes -= 1;
     return this;
@@ -362,7 +381,14 @@ export class MachineScript {
         // Back in coverage with the engine still on: the device reports at once, and that
         // reading starts a new session (DESIGN §3: the gap ended the previous one).
         this.hourmeter += seconds;
-        this.session = { start: this.t, end: null, startReason: 'ignition_on', endReason: null, distanceM: 0, containerCycles: 0 };
+        this.session = {
+          start: this.t,
+          end: null,
+          startReason: 'ignition_on',
+          endReason: null,
+          distanceM: 0,
+          containerCycles: 0,
+        };
         this.truthState.usageSessions.push(this.session);
         this.heartbeat();
       }

@@ -50,24 +50,38 @@ async function main(): Promise<void> {
   const number = (name: string, value: string | undefined, fallback: number) => {
     if (value === undefined) return fallback;
     const parsed = Number(value);
-    if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${name} must be a non-negative number (got "${value}")`);
+    if (!Number.isFinite(parsed) || parsed < 0)
+      throw new Error(`--${name} must be a non-negative number (got "${value}")`);
     return parsed;
   };
   const mqttUrl = values['mqtt-url'] ?? process.env.GANTRY_MQTT_URL ?? 'mqtt://127.0.0.1:1883';
-  const deviceIds = values.devices ? values.devices.split(',').filter(Boolean) : demoDeviceIds(number('count', values.count, 20));
+  const deviceIds = values.devices
+    ? values.devices.split(',').filter(Boolean)
+    : demoDeviceIds(number('count', values.count, 20));
   const center = { lat: number('lat', values.lat, DEMO_YARD.lat), lon: number('lon', values.lon, DEMO_YARD.lon) };
-  const logger = createLogger({ level: 'info', format: process.stdout.isTTY ? 'pretty' : 'json', name: 'gantry-simulator' });
+  const logger = createLogger({
+    level: 'info',
+    format: process.stdout.isTTY ? 'pretty' : 'json',
+    name: 'gantry-simulator',
+  });
 
   if (values.burst !== undefined) {
     const count = number('burst', values.burst, 0);
     const publisher = await createPublisher({ mqttUrl, window: 2000 });
     const started = performance.now();
-    const sent = await publishMessages(publisher, fleetTraffic({ deviceIds, count, start: Date.now() - count * 10, stepMs: 10, center }), {
-      rate: number('rate', values.rate, 0),
-    });
+    const sent = await publishMessages(
+      publisher,
+      fleetTraffic({ deviceIds, count, start: Date.now() - count * 10, stepMs: 10, center }),
+      {
+        rate: number('rate', values.rate, 0),
+      },
+    );
     const seconds = (performance.now() - started) / 1000;
     await publisher.close();
-    logger.info({ sent, seconds: Number(seconds.toFixed(2)), perSecond: Math.round(sent / seconds) }, 'burst published');
+    logger.info(
+      { sent, seconds: Number(seconds.toFixed(2)), perSecond: Math.round(sent / seconds) },
+      'burst published',
+    );
     return;
   }
 
@@ -82,7 +96,10 @@ async function main(): Promise<void> {
     logger,
   });
   const stop = () => {
-    simulator.stop().then(() => process.exit(0), () => process.exit(1));
+    simulator.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

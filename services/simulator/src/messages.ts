@@ -32,7 +32,10 @@ export function toBatchEntry(message: SimulatedMessage): BatchEntry {
  * Store-and-forward: the readings of one device packed into `batch` messages of up to
  * `size` entries, each published at `uploadAt` (epoch ms; the pacing clock).
  */
-export function toBatches(messages: SimulatedMessage[], options: { size?: number; uploadAt?: number } = {}): SimulatedMessage[] {
+export function toBatches(
+  messages: SimulatedMessage[],
+  options: { size?: number; uploadAt?: number } = {},
+): SimulatedMessage[] {
   const size = options.size ?? 100;
   const byDevice = new Map<string, SimulatedMessage[]>();
   for (const message of messages) {
@@ -62,7 +65,12 @@ export function shiftMessages(messages: SimulatedMessage[], deltaMs: number): Si
     if (Array.isArray(payload)) return payload.map(shift);
     if (payload && typeof payload === 'object' && 'ts' in payload) {
       const ts = (payload as { ts: unknown }).ts;
-      const moved = typeof ts === 'number' ? ts + deltaMs : typeof ts === 'string' ? new Date(Date.parse(ts) + deltaMs).toISOString() : ts;
+      const moved =
+        typeof ts === 'number'
+          ? ts + deltaMs
+          : typeof ts === 'string'
+            ? new Date(Date.parse(ts) + deltaMs).toISOString()
+            : ts;
       return { ...payload, ts: moved };
     }
     return payload;

@@ -18,7 +18,11 @@ export interface PlaybackOptions {
  * Device timestamps are whatever the script says (past, present): playback only decides
  * when each message leaves. Resolves with the number published.
  */
-export async function publishMessages(publisher: Publisher, messages: Iterable<SimulatedMessage>, options: PlaybackOptions = {}): Promise<number> {
+export async function publishMessages(
+  publisher: Publisher,
+  messages: Iterable<SimulatedMessage>,
+  options: PlaybackOptions = {},
+): Promise<number> {
   const started = performance.now();
   let firstTs: number | null = null;
   let count = 0;

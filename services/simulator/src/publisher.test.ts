@@ -27,7 +27,8 @@ async function startFakeBroker() {
         socket.write(generate({ cmd: 'connack', returnCode: 0, sessionPresent: false }, protocol));
       } else if (packet.cmd === 'publish') {
         received.push({ payload: packet.payload.toString(), dup: packet.dup });
-        if (acknowledge && packet.qos === 1) socket.write(generate({ cmd: 'puback', messageId: packet.messageId! }, protocol));
+        if (acknowledge && packet.qos === 1)
+          socket.write(generate({ cmd: 'puback', messageId: packet.messageId! }, protocol));
       } else if (packet.cmd === 'pingreq') {
         socket.write(generate({ cmd: 'pingresp' }, protocol));
       }

@@ -42,7 +42,6 @@ export interface Publisher {
   readonly stats: PublisherStats;
 }
 
-
 const protocol = { protocolVersion: 4 as const };
 
 /** Reconnect backoff after a dropped connection: 250 ms, doubling, at most 5 s, until close(). */
@@ -83,7 +82,8 @@ class Connection {
       const url = new URL(this.options.mqttUrl);
       const port = Number(url.port || (url.protocol === 'mqtts:' ? 8883 : 1883));
       const host = url.hostname;
-      const socket = url.protocol === 'mqtts:' ? tls.connect({ port, host, servername: host }) : net.connect({ port, host });
+      const socket =
+        url.protocol === 'mqtts:' ? tls.connect({ port, host, servername: host }) : net.connect({ port, host });
       socket.setNoDelay(true);
       const parse = packetParser(protocol);
       let acknowledged = false;
@@ -196,7 +196,15 @@ class Connection {
     }
     do this.nextId = this.nextId === 65535 ? 1 : this.nextId + 1;
     while (this.inflight.has(this.nextId));
-    const packet: IPublishPacket = { cmd: 'publish', topic, payload, qos: 1, messageId: this.nextId, retain: false, dup: false };
+    const packet: IPublishPacket = {
+      cmd: 'publish',
+      topic,
+      payload,
+      qos: 1,
+      messageId: this.nextId,
+      retain: false,
+      dup: false,
+    };
     this.inflight.set(packet.messageId!, packet);
     this.stats.sent += 1;
     this.write(generate(packet, protocol));
@@ -240,7 +248,10 @@ export async function createPublisher(options: PublisherOptions): Promise<Publis
   const window = Math.max(1, options.window ?? 1000);
   const stats: PublisherStats = { sent: 0, acked: 0, reconnects: 0 };
   const prefix = options.clientIdPrefix ?? `gantry-sim-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const connections = Array.from({ length: count }, (_, index) => new Connection({ ...options, clientId: `${prefix}-${index}` }, window, stats));
+  const connections = Array.from(
+    { length: count },
+    (_, index) => new Connection({ ...options, clientId: `${prefix}-${index}` }, window, stats),
+  );
   await Promise.all(connections.map((connection) => connection.connect()));
   return {
     stats,

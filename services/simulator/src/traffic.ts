@@ -36,7 +36,12 @@ export function pickerFor(mix: MessageMix, random: () => number): () => ReadingT
 }
 
 /** A plausible payload of a type for a device at a position (≈150 bytes for gps). */
-export function readingPayload(type: ReadingType, ts: number, position: LatLon, random: () => number): Record<string, unknown> {
+export function readingPayload(
+  type: ReadingType,
+  ts: number,
+  position: LatLon,
+  random: () => number,
+): Record<string, unknown> {
   const iso = new Date(ts).toISOString();
   switch (type) {
     case 'gps':
@@ -54,13 +59,25 @@ export function readingPayload(type: ReadingType, ts: number, position: LatLon, 
     case 'adcin':
       return { ts: iso, state: random() < 0.5 ? 'on' : 'off', raw: Math.round(random() * 240) / 10, ignition: true };
     case 'hourmeter':
-      return { ts: iso, value: 36_000_000 + Math.floor(ts / 1000) % 1_000_000, ignition: true };
+      return { ts: iso, value: 36_000_000 + (Math.floor(ts / 1000) % 1_000_000), ignition: true };
     case 'imu':
       return { ts: iso, peakG: Math.round(random() * 300) / 100, samples: 200, windowMs: 2000, ignition: true };
     case 'identifier':
-      return { ts: iso, identifier: `OP-${String(1 + Math.floor(random() * 5)).padStart(3, '0')}`, event: 'login', ignition: true };
+      return {
+        ts: iso,
+        identifier: `OP-${String(1 + Math.floor(random() * 5)).padStart(3, '0')}`,
+        event: 'login',
+        ignition: true,
+      };
     case 'heartbeat':
-      return { ts: iso, ignition: true, batteryV: Math.round((24 + random() * 4) * 10) / 10, rssi: -50 - Math.floor(random() * 40), firmware: 'sim-1.4.2', uptimeS: Math.floor(ts / 1000) % 1_000_000 };
+      return {
+        ts: iso,
+        ignition: true,
+        batteryV: Math.round((24 + random() * 4) * 10) / 10,
+        rssi: -50 - Math.floor(random() * 40),
+        firmware: 'sim-1.4.2',
+        uptimeS: Math.floor(ts / 1000) % 1_000_000,
+      };
   }
 }
 
@@ -114,10 +131,18 @@ export interface BadMessageCase {
  * Every kind of bad input DESIGN §2 names, for a registered device (and one that is
  * not), with the reason ingest must store. Used by the tests and the live fleet.
  */
-export function badMessageCases(deviceId: string, now: number, unknownDeviceId = `unregistered-${deviceId}`.slice(0, 64)): BadMessageCase[] {
+export function badMessageCases(
+  deviceId: string,
+  now: number,
+  unknownDeviceId = `unregistered-${deviceId}`.slice(0, 64),
+): BadMessageCase[] {
   const iso = new Date(now).toISOString();
   const gps = { ts: iso, lat: 51.95, lon: 4.05 };
-  const message = (type: SimulatedMessage['type'], payload: unknown, extra: Partial<SimulatedMessage> = {}): SimulatedMessage => ({
+  const message = (
+    type: SimulatedMessage['type'],
+    payload: unknown,
+    extra: Partial<SimulatedMessage> = {},
+  ): SimulatedMessage => ({
     deviceId,
     type,
     ts: now,
@@ -125,22 +150,102 @@ export function badMessageCases(deviceId: string, now: number, unknownDeviceId =
     ...extra,
   });
   return [
-    { label: 'malformed JSON', status: 'rejected', reason: 'invalid_json', message: message('gps', null, { raw: '{"ts": "2024-01-01T00:00:00Z", "lat": 51.9,' }) },
-    { label: 'bytes that are not UTF-8', status: 'rejected', reason: 'invalid_utf8', message: message('gps', null, { raw: Buffer.from([0x7b, 0xff, 0xfe, 0x7d]) }) },
-    { label: 'a payload over 64 KiB', status: 'rejected', reason: 'payload_too_large', message: message('heartbeat', null, { raw: JSON.stringify({ ts: iso, firmware: 'x'.repeat(70_000) }) }) },
-    { label: 'a JSON array where an object belongs', status: 'rejected', reason: 'invalid_payload', message: message('gps', [51.95, 4.05]) },
-    { label: 'a missing required field', status: 'rejected', reason: 'missing_field', message: message('gps', { ts: iso, lon: 4.05 }) },
-    { label: 'a number sent as a string', status: 'rejected', reason: 'invalid_field_type', message: message('hourmeter', { ts: iso, value: '1200' }) },
-    { label: 'a value outside its enumeration', status: 'rejected', reason: 'invalid_field_value', message: message('adcin', { ts: iso, state: 'maybe' }) },
-    { label: 'a value out of range', status: 'rejected', reason: 'value_out_of_range', message: message('imu', { ts: iso, peakG: -1 }) },
-    { label: 'a latitude out of range', status: 'rejected', reason: 'invalid_coordinates', message: message('gps', { ...gps, lat: 123.4 }) },
-    { label: 'a NaN longitude', status: 'rejected', reason: 'invalid_coordinates', message: message('gps', { ...gps, lon: 'NaN' }) },
-    { label: 'an unparseable timestamp', status: 'rejected', reason: 'invalid_timestamp', message: message('gps', { ...gps, ts: 'yesterday at noon' }) },
-    { label: 'a timestamp an hour in the future', status: 'rejected', reason: 'future_timestamp', message: message('gps', { ...gps, ts: new Date(now + 3_600_000).toISOString() }) },
-    { label: 'a timestamp older than the retention window', status: 'rejected', reason: 'stale_timestamp', message: message('gps', { ...gps, ts: new Date(now - 500 * 86_400_000).toISOString() }) },
-    { label: 'an unregistered device', status: 'rejected', reason: 'unknown_device', message: { ...message('gps', gps), deviceId: unknownDeviceId } },
-    { label: 'an unknown message type', status: 'rejected', reason: 'unknown_message_type', message: message('gps', gps, { topic: `${TOPIC_PREFIX}/${deviceId}/temperature` }) },
-    { label: 'a topic outside the contract', status: 'rejected', reason: 'unknown_topic', message: message('gps', gps, { topic: `${deviceTopic(deviceId, 'gps')}/extra` }) },
+    {
+      label: 'malformed JSON',
+      status: 'rejected',
+      reason: 'invalid_json',
+      message: message('gps', null, { raw: '{"ts": "2024-01-01T00:00:00Z", "lat": 51.9,' }),
+    },
+    {
+      label: 'bytes that are not UTF-8',
+      status: 'rejected',
+      reason: 'invalid_utf8',
+      message: message('gps', null, { raw: Buffer.from([0x7b, 0xff, 0xfe, 0x7d]) }),
+    },
+    {
+      label: 'a payload over 64 KiB',
+      status: 'rejected',
+      reason: 'payload_too_large',
+      message: message('heartbeat', null, { raw: JSON.stringify({ ts: iso, firmware: 'x'.repeat(70_000) }) }),
+    },
+    {
+      label: 'a JSON array where an object belongs',
+      status: 'rejected',
+      reason: 'invalid_payload',
+      message: message('gps', [51.95, 4.05]),
+    },
+    {
+      label: 'a missing required field',
+      status: 'rejected',
+      reason: 'missing_field',
+      message: message('gps', { ts: iso, lon: 4.05 }),
+    },
+    {
+      label: 'a number sent as a string',
+      status: 'rejected',
+      reason: 'invalid_field_type',
+      message: message('hourmeter', { ts: iso, value: '1200' }),
+    },
+    {
+      label: 'a value outside its enumeration',
+      status: 'rejected',
+      reason: 'invalid_field_value',
+      message: message('adcin', { ts: iso, state: 'maybe' }),
+    },
+    {
+      label: 'a value out of range',
+      status: 'rejected',
+      reason: 'value_out_of_range',
+      message: message('imu', { ts: iso, peakG: -1 }),
+    },
+    {
+      label: 'a latitude out of range',
+      status: 'rejected',
+      reason: 'invalid_coordinates',
+      message: message('gps', { ...gps, lat: 123.4 }),
+    },
+    {
+      label: 'a NaN longitude',
+      status: 'rejected',
+      reason: 'invalid_coordinates',
+      message: message('gps', { ...gps, lon: 'NaN' }),
+    },
+    {
+      label: 'an unparseable timestamp',
+      status: 'rejected',
+      reason: 'invalid_timestamp',
+      message: message('gps', { ...gps, ts: 'yesterday at noon' }),
+    },
+    {
+      label: 'a timestamp an hour in the future',
+      status: 'rejected',
+      reason: 'future_timestamp',
+      message: message('gps', { ...gps, ts: new Date(now + 3_600_000).toISOString() }),
+    },
+    {
+      label: 'a timestamp older than the retention window',
+      status: 'rejected',
+      reason: 'stale_timestamp',
+      message: message('gps', { ...gps, ts: new Date(now - 500 * 86_400_000).toISOString() }),
+    },
+    {
+      label: 'an unregistered device',
+      status: 'rejected',
+      reason: 'unknown_device',
+      message: { ...message('gps', gps), deviceId: unknownDeviceId },
+    },
+    {
+      label: 'an unknown message type',
+      status: 'rejected',
+      reason: 'unknown_message_type',
+      message: message('gps', gps, { topic: `${TOPIC_PREFIX}/${deviceId}/temperature` }),
+    },
+    {
+      label: 'a topic outside the contract',
+      status: 'rejected',
+      reason: 'unknown_topic',
+      message: message('gps', gps, { topic: `${deviceTopic(deviceId, 'gps')}/extra` }),
+    },
     { label: 'an empty batch', status: 'rejected', reason: 'empty_batch', message: message('batch', []) },
     {
       label: 'a batch with one bad entry among good ones',

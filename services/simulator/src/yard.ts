@@ -13,7 +13,13 @@ export function avoidBoxes(rings: LatLon[][] | undefined, marginM = ZONE_MARGIN_
  * A random point of the working area, at least 80 m from `from`, whose straight path from
  * `from` stays out of the boxes (the last candidate after 40 tries otherwise).
  */
-export function pickWaypoint(from: LatLon, center: LatLon, radiusM: number, boxes: Box[], random: () => number): LatLon {
+export function pickWaypoint(
+  from: LatLon,
+  center: LatLon,
+  radiusM: number,
+  boxes: Box[],
+  random: () => number,
+): LatLon {
   let candidate = from;
   for (let attempt = 0; attempt < 40; attempt += 1) {
     candidate = destination(center, Math.sqrt(random()) * radiusM, random() * 360);
@@ -33,5 +39,8 @@ export interface ZoneCrossing {
 export function zoneCrossing(ring: LatLon[], center: LatLon = DEMO_YARD, approachM = 150): ZoneCrossing {
   const middle = boxCenter(boxAround(ring));
   const bearing = bearingDeg(center, middle);
-  return { approach: destination(middle, approachM, bearing + 180), route: [middle, destination(middle, approachM, bearing)] };
+  return {
+    approach: destination(middle, approachM, bearing + 180),
+    route: [middle, destination(middle, approachM, bearing)],
+  };
 }

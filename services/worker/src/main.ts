@@ -11,8 +11,18 @@ async function main(): Promise<void> {
   const logger = createLogger({ ...config.log, name: 'gantry-worker' });
   if (!config.databaseUrl) throw new Error('GANTRY_DATABASE_URL is required to run the worker on its own');
   collectDefaultMetrics();
-  const { pool, storageMode } = await openDatabase({ ...config, databaseUrl: config.databaseUrl }, logger, 'gantry-worker');
-  const worker = startWorker({ config, pool, logger, storageMode, outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }) });
+  const { pool, storageMode } = await openDatabase(
+    { ...config, databaseUrl: config.databaseUrl },
+    logger,
+    'gantry-worker',
+  );
+  const worker = startWorker({
+    config,
+    pool,
+    logger,
+    storageMode,
+    outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }),
+  });
   const metrics = await startMetricsServer({
     host: config.http.host,
     port: config.worker.metricsPort,

@@ -74,9 +74,20 @@ function percentile(sorted: number[], p: number): number {
  * overall when given). Every response is attributed to its endpoint: autocannon calls
  * the request's onResponse and then emits `response` synchronously for the same request.
  */
-export function startApiLoad(options: { url: string; endpoints: Endpoint[]; connections: number; rate?: number; durationSeconds: number }): ApiLoad {
+export function startApiLoad(options: {
+  url: string;
+  endpoints: Endpoint[];
+  connections: number;
+  rate?: number;
+  durationSeconds: number;
+}): ApiLoad {
   let current = 0;
-  const perEndpoint = options.endpoints.map((endpoint) => ({ endpoint, histogram: new LatencyHistogram(), non2xx: 0, status5xx: 0 }));
+  const perEndpoint = options.endpoints.map((endpoint) => ({
+    endpoint,
+    histogram: new LatencyHistogram(),
+    non2xx: 0,
+    status5xx: 0,
+  }));
   let window = { latencies: [] as number[], statuses: new Map<number, number>(), failures: 0 };
 
   const instance = autocannon(

@@ -42,7 +42,13 @@ export async function calibrate(options: {
   signal: AbortSignal;
 }): Promise<Calibration> {
   const { pool, publisher, signal } = options;
-  const traffic = fleetTraffic({ deviceIds: options.deviceIds, count: Number.MAX_SAFE_INTEGER, start: Date.now() - 3_600_000, stepMs: 10, seed: 1 });
+  const traffic = fleetTraffic({
+    deviceIds: options.deviceIds,
+    count: Number.MAX_SAFE_INTEGER,
+    start: Date.now() - 3_600_000,
+    stepMs: 10,
+    seed: 1,
+  });
   let committed = 0;
   let polling = true;
   const poller = (async () => {
@@ -72,7 +78,8 @@ export async function calibrate(options: {
   const publishRate = published / ((performance.now() - started) / 1000);
   for (const timeout = performance.now() + 600_000; ; await sleep(250, undefined, { signal })) {
     if ((await countRows(pool)).bronze >= published) break;
-    if (performance.now() > timeout) throw new Error('calibration: ingest did not commit every published message within 10 minutes');
+    if (performance.now() > timeout)
+      throw new Error('calibration: ingest did not commit every published message within 10 minutes');
   }
   const seconds = (performance.now() - started) / 1000;
   const { silver } = await countRows(pool);

@@ -27,7 +27,12 @@ export interface Backlogs {
 }
 
 export async function probeBacklogs(pool: Pool): Promise<Backlogs> {
-  const { rows } = await pool.query<{ queued: number; derivation_lag: number | null; freshness: number | null; lock_waits: number }>(
+  const { rows } = await pool.query<{
+    queued: number;
+    derivation_lag: number | null;
+    freshness: number | null;
+    lock_waits: number;
+  }>(
     `/* soak:probeBacklogs */
      SELECT (SELECT count(*)::int FROM derivation_queue) AS queued,
             (SELECT extract(epoch FROM now() - min(dirty_from))::float8 FROM derivation_queue WHERE dirty_from < 'infinity') AS derivation_lag,
@@ -60,7 +65,9 @@ export async function bronzeStatuses(pool: Pool): Promise<Array<{ status: string
   return rows;
 }
 
-export async function derivedCounts(pool: Pool): Promise<{ segments: number; usage: number; identifier: number; alerts: number }> {
+export async function derivedCounts(
+  pool: Pool,
+): Promise<{ segments: number; usage: number; identifier: number; alerts: number }> {
   const { rows } = await pool.query<{ segments: number; usage: number; identifier: number; alerts: number }>(
     `/* soak:derivedCounts */
      SELECT (SELECT count(*)::int FROM telemetry_segments) AS segments, (SELECT count(*)::int FROM usage_sessions) AS usage,

@@ -33,9 +33,15 @@ export async function scrape(url: string): Promise<Sample[] | null> {
 }
 
 /** Sum of every sample of a metric (over all label sets), optionally filtered by labels. */
-export function sum(samples: Sample[] | null, name: string, where: (labels: Record<string, string>) => boolean = () => true): number {
+export function sum(
+  samples: Sample[] | null,
+  name: string,
+  where: (labels: Record<string, string>) => boolean = () => true,
+): number {
   if (!samples) return 0;
-  return samples.filter((sample) => sample.name === name && where(sample.labels)).reduce((total, sample) => total + sample.value, 0);
+  return samples
+    .filter((sample) => sample.name === name && where(sample.labels))
+    .reduce((total, sample) => total + sample.value, 0);
 }
 
 /** Cumulative bucket counts of a histogram (summed over label sets), by upper bound. */

@@ -28,7 +28,11 @@ export interface Row {
 }
 
 const fmt = (value: number, digits = 0) =>
-  Number.isFinite(value) ? value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : value === Infinity ? '∞' : '—';
+  Number.isFinite(value)
+    ? value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : value === Infinity
+      ? '∞'
+      : '—';
 
 const columns: Array<[string, number, (row: Row) => string]> = [
   ['time', 6, (row) => `${Math.floor(Math.round(row.t) / 60)}:${String(Math.round(row.t) % 60).padStart(2, '0')}`],

@@ -41,15 +41,24 @@ function slope(points: Array<{ x: number; y: number }>): number {
  * not judged. Means over thirds, not single samples, so a GC cycle's sawtooth does not
  * decide the verdict; a steady leak shows as growth between the thirds.
  */
-export function judgeFlatness(points: RssPoint[], durationSeconds: number, toleranceMiB: number, tolerancePercent: number): Flatness {
+export function judgeFlatness(
+  points: RssPoint[],
+  durationSeconds: number,
+  toleranceMiB: number,
+  tolerancePercent: number,
+): Flatness {
   const live = points.filter((point) => point.bytes > 0);
-  const middle = live.filter((point) => point.t >= durationSeconds / 3 && point.t < (2 * durationSeconds) / 3).map((point) => point.bytes / MiB);
+  const middle = live
+    .filter((point) => point.t >= durationSeconds / 3 && point.t < (2 * durationSeconds) / 3)
+    .map((point) => point.bytes / MiB);
   const last = live.filter((point) => point.t >= (2 * durationSeconds) / 3).map((point) => point.bytes / MiB);
   const middleMiB = mean(middle);
   const lastMiB = mean(last);
   const growthMiB = lastMiB - middleMiB;
   const allowed = Math.max(toleranceMiB, (tolerancePercent / 100) * middleMiB);
-  const judged = live.filter((point) => point.t >= durationSeconds / 3).map((point) => ({ x: point.t / 60, y: point.bytes / MiB }));
+  const judged = live
+    .filter((point) => point.t >= durationSeconds / 3)
+    .map((point) => ({ x: point.t / 60, y: point.bytes / MiB }));
   return {
     middleMiB,
     lastMiB,

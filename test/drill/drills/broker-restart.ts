@@ -46,46 +46,66 @@ export async function brokerRestartDrill({ report, cleanup, messages, devices }:
       : 'ingest subscribes through the shared group (DRILL_BROKER_SUBSCRIPTION=shared): Mosquitto 2.0 does not keep it across a restart',
   );
 
-  await runIngestDrill({ report, cleanup, label: 'broker', databaseUrl: db.url, pool: db.pool, brokerUrl: broker.url, messages, devices, ...(plain ? { ingestEnv: { GANTRY_INGEST_SHARED_GROUP: '' } } : {}) }, async (system) => {
-    const total = system.plan.total;
-    const counts = async () => ({
-      'publisher acknowledged': system.publisher.stats.acked,
-      silver: (await system.silver()) ?? 0,
-    });
-    const connected = async () => metricSum(await scrape(system.ingest()), 'gantry_ingest_mqtt_connected');
-    await system.until('30 % published', () => system.publisher.stats.acked >= total * 0.3);
-    await broker.restart();
-    report.step('broker restarted (TestBroker.restart(): SIGTERM, started again at once)', await counts());
-    await system.until('ingest to reconnect', async () => (await connected()) === 1, 120_000);
+  await runIngestDrill(
+    {
+      report,
+      cleanup,
+      label: 'broker',
+      databaseUrl: db.url,
+      pool: db.pool,
+      brokerUrl: broker.url,
+      messages,
+      devices,
+      ...(plain ? { ingestEnv: { GANTRY_INGEST_SHARED_GROUP: '' } } : {}),
+    },
+    async (system) => {
+      const total = system.plan.total;
+      const counts = async () => ({
+        'publisher acknowledged': system.publisher.stats.acked,
+        silver: (await system.silver()) ?? 0,
+      });
+      const connected = async () => metricSum(await scrape(system.ingest()), 'gantry_ingest_mqtt_connected');
+      await system.until('30 % published', () => system.publisher.stats.acked >= total * 0.3);
+      await broker.restart();
+      report.step('broker restarted (TestBroker.restart(): SIGTERM, started again at once)', await counts());
+      await system.until('ingest to reconnect', async () => (await connected()) === 1, 120_000);
 
-    await system.until('60 % published', () => system.publisher.stats.acked >= total * 0.6);
-    const pid = brokerPid(broker);
-    if (pid === null) throw new Error('cannot find the broker process');
-    const before = await counts();
-    process.kill(pid, 'SIGTERM');
-    await system.until('the broker to exit', () => brokerPid(broker) === null, 120_000);
-    report.step(`broker stopped (SIGTERM to pid ${pid}), staying down ${downSeconds} s`, before);
-    let sawDisconnected = false;
-    const ends = Date.now() + downSeconds * 1000;
-    while (Date.now() < ends) {
-      if ((await connected()) === 0) sawDisconnected = true;
-      await sleep(250);
-    }
-    const during = await counts();
-    await broker.restart();
-    report.step('broker started again (TestBroker.restart(): same port and data)', during);
-    report.check(
-      'the outage was part-way',
-      during['publisher acknowledged'] < total && during.silver < total,
-      `publisher acknowledged ${((100 * during['publisher acknowledged']) / total).toFixed(1)} %, silver ${((100 * during.silver) / total).toFixed(1)} % when it ended`,
-    );
-    await system.until('ingest to reconnect', async () => (await connected()) === 1, 120_000);
-    await system.until('the publisher to reconnect', () => (system.publisher.stats.reconnects ?? 0) >= 4 || system.publisher.stats.acked >= total, 120_000);
-    report.step('ingest and publisher connected again', { ...(await counts()), 'publisher reconnects': system.publisher.stats.reconnects ?? 0 });
-    report.check(
-      'publisher and ingest reconnected after each restart',
-      (system.publisher.stats.reconnects ?? 0) >= 4 && sawDisconnected,
-      `publisher: ${system.publisher.stats.reconnects ?? 0} reconnects (2 connections × 2 restarts); ingest: disconnected during the outage${sawDisconnected ? '' : ' (NOT SEEN)'}, connected after each restart`,
-    );
-  });
+      await system.until('60 % published', () => system.publisher.stats.acked >= total * 0.6);
+      const pid = brokerPid(broker);
+      if (pid === null) throw new Error('cannot find the broker process');
+      const before = await counts();
+      process.kill(pid, 'SIGTERM');
+      await system.until('the broker to exit', () => brokerPid(broker) === null, 120_000);
+      report.step(`broker stopped (SIGTERM to pid ${pid}), staying down ${downSeconds} s`, before);
+      let sawDisconnected = false;
+      const ends = Date.now() + downSeconds * 1000;
+      while (Date.now() < ends) {
+        if ((await connected()) === 0) sawDisconnected = true;
+        await sleep(250);
+      }
+      const during = await counts();
+      await broker.restart();
+      report.step('broker started again (TestBroker.restart(): same port and data)', during);
+      report.check(
+        'the outage was part-way',
+        during['publisher acknowledged'] < total && during.silver < total,
+        `publisher acknowledged ${((100 * during['publisher acknowledged']) / total).toFixed(1)} %, silver ${((100 * during.silver) / total).toFixed(1)} % when it ended`,
+      );
+      await system.until('ingest to reconnect', async () => (await connected()) === 1, 120_000);
+      await system.until(
+        'the publisher to reconnect',
+        () => (system.publisher.stats.reconnects ?? 0) >= 4 || system.publisher.stats.acked >= total,
+        120_000,
+      );
+      report.step('ingest and publisher connected again', {
+        ...(await counts()),
+        'publisher reconnects': system.publisher.stats.reconnects ?? 0,
+      });
+      report.check(
+        'publisher and ingest reconnected after each restart',
+        (system.publisher.stats.reconnects ?? 0) >= 4 && sawDisconnected,
+        `publisher: ${system.publisher.stats.reconnects ?? 0} reconnects (2 connections × 2 restarts); ingest: disconnected during the outage${sawDisconnected ? '' : ' (NOT SEEN)'}, connected after each restart`,
+      );
+    },
+  );
 }

@@ -33,7 +33,10 @@ export async function postgresRestartDrill({ report, cleanup, messages, devices 
       let maxUnacknowledged = 0;
       const ends = Date.now() + downSeconds * 1000;
       while (Date.now() < ends) {
-        maxUnacknowledged = Math.max(maxUnacknowledged, metricSum(await scrape(system.ingest()), 'gantry_ingest_unacknowledged_messages'));
+        maxUnacknowledged = Math.max(
+          maxUnacknowledged,
+          metricSum(await scrape(system.ingest()), 'gantry_ingest_unacknowledged_messages'),
+        );
         await sleep(250);
       }
       const ingestMetrics = await scrape(system.ingest());
@@ -43,10 +46,18 @@ export async function postgresRestartDrill({ report, cleanup, messages, devices 
         'ingest commit retries meanwhile': retries,
         'most un-acknowledged in ingest': maxUnacknowledged,
       });
-      report.check('the outage reached ingest', retries > 0 && maxUnacknowledged > 0, `${retries} commit retries, up to ${maxUnacknowledged} messages held un-acknowledged`);
+      report.check(
+        'the outage reached ingest',
+        retries > 0 && maxUnacknowledged > 0,
+        `${retries} commit retries, up to ${maxUnacknowledged} messages held un-acknowledged`,
+      );
       const atRestart = (await system.silver()) ?? 0;
       report.step('database answering again', { silver: atRestart });
-      report.check('the outage was part-way', atRestart < total, `${((100 * atRestart) / total).toFixed(1)} % of the readings stored when it ended`);
+      report.check(
+        'the outage was part-way',
+        atRestart < total,
+        `${((100 * atRestart) / total).toFixed(1)} % of the readings stored when it ended`,
+      );
     },
   );
 }

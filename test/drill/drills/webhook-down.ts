@@ -47,7 +47,9 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
   const receiver = await startDrillReceiver();
   cleanup.add('receiver', () => receiver.close());
   const env = { GANTRY_DATABASE_URL: db.url, GANTRY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
-  const api = await spawnService('api', { env: { ...env, GANTRY_RATE_LIMIT_PER_SECOND: '1000', GANTRY_RATE_LIMIT_BURST: '1000' } });
+  const api = await spawnService('api', {
+    env: { ...env, GANTRY_RATE_LIMIT_PER_SECOND: '1000', GANTRY_RATE_LIMIT_BURST: '1000' },
+  });
   cleanup.add('api', () => api.kill());
   const worker = await spawnService('worker', { env });
   cleanup.add('worker', () => worker.kill());
@@ -68,12 +70,15 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
     url: receiver.url,
     events: ['service_request.created', 'service_request.updated'],
   });
-  if (subscription.status !== 201) throw new Error(`creating the subscription answered ${subscription.status}: ${JSON.stringify(subscription.json)}`);
+  if (subscription.status !== 201)
+    throw new Error(`creating the subscription answered ${subscription.status}: ${JSON.stringify(subscription.json)}`);
   const secret: string = subscription.json.secret;
   report.step(`subscription ${subscription.json.id} → ${receiver.url}`);
 
   const progress = async () => {
-    const { rows } = await db.pool.query<{ status: string; count: number }>(`SELECT status, count(*)::int AS count FROM webhook_deliveries GROUP BY status`);
+    const { rows } = await db.pool.query<{ status: string; count: number }>(
+      `SELECT status, count(*)::int AS count FROM webhook_deliveries GROUP BY status`,
+    );
     const byStatus = Object.fromEntries(rows.map((row) => [row.status, row.count]));
     return {
       events: rows.reduce((sum, row) => sum + row.count, 0),
@@ -91,7 +96,10 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
   const producer = (async () => {
     for (let n = 1; producing; n += 1) {
       const next = Date.now() + EVERY_MS;
-      const created = await call('POST', '/service-requests', { title: `Drill request ${n}`, description: 'webhook-down drill' });
+      const created = await call('POST', '/service-requests', {
+        title: `Drill request ${n}`,
+        description: 'webhook-down drill',
+      });
       if (created.status === 201) {
         produced += 1;
         if (n % 3 === 0) {
@@ -118,7 +126,11 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
   report.step('events stopped', { 'API calls that raised an event': produced, 'API calls refused': refusedByApi });
 
   // Wait for the last retries: after the last event, at most every backoff plus every timeout.
-  const bound = (contract.backoffSeconds.reduce((sum, value) => sum + value, 0) * 2 + contract.timeoutSeconds * contract.maxAttempts + 120) * 1000;
+  const bound =
+    (contract.backoffSeconds.reduce((sum, value) => sum + value, 0) * 2 +
+      contract.timeoutSeconds * contract.maxAttempts +
+      120) *
+    1000;
   const deadline = Date.now() + bound;
   let state = await progress();
   while (state.retrying > 0 && Date.now() < deadline) {
@@ -128,7 +140,10 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
   report.step('every delivery finished (delivered or failed)', state);
   const apiExit = await api.stop();
   const workerExit = await worker.stop();
-  report.step('API and worker stopped with SIGTERM', { 'api exit': String(apiExit.code ?? apiExit.signal), 'worker exit': String(workerExit.code ?? workerExit.signal) });
+  report.step('API and worker stopped with SIGTERM', {
+    'api exit': String(apiExit.code ?? apiExit.signal),
+    'worker exit': String(workerExit.code ?? workerExit.signal),
+  });
 
   const { rows: events } = await db.pool.query<{ id: string; event_type: string; created_at: Date }>(
     `SELECT id, event_type, created_at FROM webhook_events WHERE tenant_id = $1`,
@@ -146,12 +161,15 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
     [subscription.json.id],
   );
   const attemptsOf = new Map<string, AttemptRow[]>();
-  for (const attempt of attempts) attemptsOf.set(attempt.delivery_id, [...(attemptsOf.get(attempt.delivery_id) ?? []), attempt]);
+  for (const attempt of attempts)
+    attemptsOf.set(attempt.delivery_id, [...(attemptsOf.get(attempt.delivery_id) ?? []), attempt]);
   const accepted = new Map<string, number>();
-  for (const request of receiver.requests) if (request.status >= 200 && request.status < 300) accepted.set(request.id, (accepted.get(request.id) ?? 0) + 1);
+  for (const request of receiver.requests)
+    if (request.status >= 200 && request.status < 300) accepted.set(request.id, (accepted.get(request.id) ?? 0) + 1);
 
   const deliveriesByEvent = new Map<string, DeliveryRow[]>();
-  for (const delivery of deliveries) deliveriesByEvent.set(delivery.event_id, [...(deliveriesByEvent.get(delivery.event_id) ?? []), delivery]);
+  for (const delivery of deliveries)
+    deliveriesByEvent.set(delivery.event_id, [...(deliveriesByEvent.get(delivery.event_id) ?? []), delivery]);
   const withoutDelivery = events.filter((event) => !deliveriesByEvent.has(event.id)).length;
   const severalDeliveries = [...deliveriesByEvent.values()].filter((list) => list.length > 1).length;
 
@@ -162,13 +180,21 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
   const duplicates = [...accepted.values()].filter((times) => times > 1).length;
   const failedOk = failed.filter((delivery) => {
     const logged = attemptsOf.get(delivery.id) ?? [];
-    return delivery.attempt_count === contract.maxAttempts && logged.length === contract.maxAttempts && logged.every((attempt) => attempt.error !== '') && !accepted.has(delivery.id);
+    return (
+      delivery.attempt_count === contract.maxAttempts &&
+      logged.length === contract.maxAttempts &&
+      logged.every((attempt) => attempt.error !== '') &&
+      !accepted.has(delivery.id)
+    );
   });
   const lost = events.length - deliveredOk.length - failedOk.length;
   const unknownIds = [...accepted.keys()].filter((id) => !deliveries.some((delivery) => delivery.id === id)).length;
 
   const bodies = new Map(deliveries.map((delivery) => [delivery.id, delivery.body]));
-  const badSignatures = receiver.requests.filter((request) => request.body !== bodies.get(request.id) || request.signature !== signatureOf(secret, request.body ?? '')).length;
+  const badSignatures = receiver.requests.filter(
+    (request) =>
+      request.body !== bodies.get(request.id) || request.signature !== signatureOf(secret, request.body ?? ''),
+  ).length;
 
   // Contract timing as a lower bound only: attempt n+1 never starts before backoff[n-1] after attempt n.
   let earlyRetries = 0;
@@ -184,34 +210,68 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
   }
   const refusedAttempts = attempts.filter((attempt) => /refused/.test(attempt.error)).length;
   const phase = (at: Date) => (at.getTime() < downAt ? 'before' : at.getTime() < upAt ? 'during' : 'after');
-  const byPhase = (list: DeliveryRow[], name: string) => list.filter((delivery) => phase(delivery.event_at) === name).length;
+  const byPhase = (list: DeliveryRow[], name: string) =>
+    list.filter((delivery) => phase(delivery.event_at) === name).length;
   const firstTry = delivered.filter((delivery) => delivery.attempt_count === 1).length;
 
   report.count('events produced (API calls)', produced);
   report.count('events in the outbox', events.length);
-  report.count('events before / during / after the outage', ['before', 'during', 'after'].map((name) => fmt(events.filter((event) => phase(event.created_at) === name).length)).join(' / '));
+  report.count(
+    'events before / during / after the outage',
+    ['before', 'during', 'after']
+      .map((name) => fmt(events.filter((event) => phase(event.created_at) === name).length))
+      .join(' / '),
+  );
   report.count('deliveries', deliveries.length);
-  report.count('delivered (first attempt / after retries)', `${fmt(delivered.length)} (${fmt(firstTry)} / ${fmt(delivered.length - firstTry)})`);
+  report.count(
+    'delivered (first attempt / after retries)',
+    `${fmt(delivered.length)} (${fmt(firstTry)} / ${fmt(delivered.length - firstTry)})`,
+  );
   report.count('failed, 3 attempts logged', failedOk.length);
-  report.count('failed by when the event was raised (before / during / after)', ['before', 'during', 'after'].map((name) => fmt(byPhase(failed, name))).join(' / '));
+  report.count(
+    'failed by when the event was raised (before / during / after)',
+    ['before', 'during', 'after'].map((name) => fmt(byPhase(failed, name))).join(' / '),
+  );
   report.count('still pending or retrying', unfinished.length);
-  report.count('receiver requests answered 2xx', [...accepted.values()].reduce((sum, times) => sum + times, 0));
+  report.count(
+    'receiver requests answered 2xx',
+    [...accepted.values()].reduce((sum, times) => sum + times, 0),
+  );
   report.count('attempts refused while down', refusedAttempts);
   for (const [index, list] of gaps.entries()) {
-    report.count(`gap attempt ${index + 1} → ${index + 2} (min / max s)`, `${Math.min(...list).toFixed(1)} / ${Math.max(...list).toFixed(1)}`);
+    report.count(
+      `gap attempt ${index + 1} → ${index + 2} (min / max s)`,
+      `${Math.min(...list).toFixed(1)} / ${Math.max(...list).toFixed(1)}`,
+    );
   }
   report.count('duplicates at the receiver', duplicates);
   report.count('lost', lost);
 
-  report.check('the API took every request', refusedByApi === 0 && produced === events.length, `${fmt(produced)} events raised, ${refusedByApi} refused, ${fmt(events.length)} in the outbox`);
-  report.check('each event has exactly one delivery', withoutDelivery === 0 && severalDeliveries === 0, `${withoutDelivery} without, ${severalDeliveries} with several`);
+  report.check(
+    'the API took every request',
+    refusedByApi === 0 && produced === events.length,
+    `${fmt(produced)} events raised, ${refusedByApi} refused, ${fmt(events.length)} in the outbox`,
+  );
+  report.check(
+    'each event has exactly one delivery',
+    withoutDelivery === 0 && severalDeliveries === 0,
+    `${withoutDelivery} without, ${severalDeliveries} with several`,
+  );
   report.check(
     'every event delivered once or failed per the contract',
     lost === 0 && unfinished.length === 0,
     `${fmt(deliveredOk.length)} delivered with one 2xx, ${fmt(failedOk.length)} failed after ${contract.maxAttempts} logged attempts, lost ${lost}`,
   );
-  report.check('no duplicate at the receiver', duplicates === 0 && unknownIds === 0, `${duplicates} ids accepted twice, ${unknownIds} unknown ids`);
-  report.check('bodies and signatures as stored', badSignatures === 0, `${badSignatures} of ${receiver.requests.length} requests differ`);
+  report.check(
+    'no duplicate at the receiver',
+    duplicates === 0 && unknownIds === 0,
+    `${duplicates} ids accepted twice, ${unknownIds} unknown ids`,
+  );
+  report.check(
+    'bodies and signatures as stored',
+    badSignatures === 0,
+    `${badSignatures} of ${receiver.requests.length} requests differ`,
+  );
   report.check('retries waited the contract’s backoff', earlyRetries === 0, `${earlyRetries} retries came early`);
   report.check('the outage was seen by the worker', refusedAttempts > 0, `${fmt(refusedAttempts)} attempts refused`);
 }

@@ -48,7 +48,8 @@ function safeEqual(a: Buffer, b: Buffer): boolean {
 const lastUsedWrites = new Map<string, number>();
 
 export async function authenticateApiKey(db: Queryable, presented: string | undefined): Promise<ApiKeyAuth> {
-  if (presented === undefined || presented === '') throw new UnauthorizedError('missing api key (X-API-Key header)', 'missing_api_key');
+  if (presented === undefined || presented === '')
+    throw new UnauthorizedError('missing api key (X-API-Key header)', 'missing_api_key');
   const match = KEY_PATTERN.exec(presented.trim());
   if (!match) throw new UnauthorizedError();
   const { rows } = await db.query<{
@@ -109,7 +110,10 @@ export function createAuthenticator(db: Queryable, adminToken: string | undefine
       case 'apiKey': {
         const auth = await authenticateApiKey(db, ctx.get('x-api-key') || undefined);
         if (route.tenantKeyOnly && auth.customerScoped) {
-          throw new ForbiddenError('this operation needs a tenant-wide API key; customer-scoped keys may not use it', 'tenant_key_required');
+          throw new ForbiddenError(
+            'this operation needs a tenant-wide API key; customer-scoped keys may not use it',
+            'tenant_key_required',
+          );
         }
         return auth;
       }

@@ -18,7 +18,9 @@ export const Paging = z.object({ limit: z.number().int(), offset: z.number().int
 
 export const TimeRange = z.object({ from: nullableDateTime, to: nullableDateTime }).meta({ id: 'TimeRange' });
 
-export const Scope = z.object({ customerName: z.string().nullable(), customerScoped: z.boolean() }).meta({ id: 'Scope' });
+export const Scope = z
+  .object({ customerName: z.string().nullable(), customerScoped: z.boolean() })
+  .meta({ id: 'Scope' });
 
 export const ExternalApiKeyScope = z
   .object({ name: z.string(), customerName: z.string().nullable(), customerScoped: z.boolean() })
@@ -36,7 +38,9 @@ export const AssetRef = z
   })
   .meta({ id: 'AssetRef' });
 
-export const CountBreakdownItem = z.object({ label: z.string(), count: z.number().int() }).meta({ id: 'CountBreakdownItem' });
+export const CountBreakdownItem = z
+  .object({ label: z.string(), count: z.number().int() })
+  .meta({ id: 'CountBreakdownItem' });
 
 export const AggregateRefresh = z
   .object({

@@ -120,7 +120,10 @@ const exportHeaders: NonNullable<ResponseSpec['headers']> = {
   'X-Export-Limit': { description: 'Maximum rows in this response (50000)', schema: { type: 'integer' } },
   'X-Export-Offset': { description: 'Offset of the first row in this response', schema: { type: 'integer' } },
   'X-Export-Truncated': { description: 'true when more rows remain after this response', schema: { type: 'boolean' } },
-  'X-Next-Offset': { description: 'Offset for the next call; present only when truncated', schema: { type: 'integer' } },
+  'X-Next-Offset': {
+    description: 'Offset for the next call; present only when truncated',
+    schema: { type: 'integer' },
+  },
   'Content-Disposition': { description: 'attachment with the file name', schema: { type: 'string' } },
 };
 
@@ -209,10 +212,18 @@ function csvProjection(column: ExportColumn): string {
   }
 }
 
-function streamCsv(ctx: Context, client: PoolClient, request: ExportRequest, text: string, release: (error?: Error) => void): void {
+function streamCsv(
+  ctx: Context,
+  client: PoolClient,
+  request: ExportRequest,
+  text: string,
+  release: (error?: Error) => void,
+): void {
   const projection = request.columns.map(csvProjection).join(', ');
   const copy = client.query(
-    copyTo(`/* api:exportCsv */ COPY (${pageQuery(text, request.offset, projection)}) TO STDOUT WITH (FORMAT csv, HEADER true)`),
+    copyTo(
+      `/* api:exportCsv */ COPY (${pageQuery(text, request.offset, projection)}) TO STDOUT WITH (FORMAT csv, HEADER true)`,
+    ),
   );
   finished(copy, (error) => {
     if (error) {
@@ -262,7 +273,12 @@ const XLSX_BATCH_ROWS = 1_000;
 function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, release: (error?: Error) => void): void {
   const output = new PassThrough();
   ctx.body = output;
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: output, useStyles: true, useSharedStrings: false, zip: { zlib: { level: 1 } } });
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
+    stream: output,
+    useStyles: true,
+    useSharedStrings: false,
+    zip: { zlib: { level: 1 } },
+  });
   const sheetName = (request.sheetName ?? 'Export').replace(/[[\]:*?/\\]/g, ' ').slice(0, 31) || 'Export';
   const sheet = workbook.addWorksheet(sheetName, { views: [{ state: 'frozen', ySplit: 1 }] });
   sheet.columns = request.columns.map((column) => ({
@@ -273,10 +289,17 @@ function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, re
   }));
   // JSON as PostgreSQL writes it, so both formats carry the same text.
   const projection = request.columns
-    .map((column) => `export_page.${pg.escapeIdentifier(column.name)}${column.type === 'json' ? `::text AS ${pg.escapeIdentifier(column.name)}` : ''}`)
+    .map(
+      (column) =>
+        `export_page.${pg.escapeIdentifier(column.name)}${column.type === 'json' ? `::text AS ${pg.escapeIdentifier(column.name)}` : ''}`,
+    )
     .join(', ');
   const cursor = client.query(
-    new Cursor(`/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`, request.query.values, { rowMode: 'array' }),
+    new Cursor(
+      `/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`,
+      request.query.values,
+      { rowMode: 'array' },
+    ),
   );
 
   const run = async () => {
@@ -309,7 +332,8 @@ export function sqlLiteral(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new ValidationError('invalid filter: numbers must be finite', 'invalid_parameter');
+    if (!Number.isFinite(value))
+      throw new ValidationError('invalid filter: numbers must be finite', 'invalid_parameter');
     return `(${String(value)})`;
   }
   if (typeof value === 'bigint') return `(${value.toString()})`;
@@ -324,7 +348,8 @@ export function sqlLiteral(value: unknown): string {
 }
 
 function textLiteral(text: string): string {
-  if (text.includes('\u0000')) throw new ValidationError('invalid filter: text must not contain NUL characters', 'invalid_parameter');
+  if (text.includes('\u0000'))
+    throw new ValidationError('invalid filter: text must not contain NUL characters', 'invalid_parameter');
   return pg.escapeLiteral(text);
 }
 
@@ -333,7 +358,8 @@ function arrayLiteral(values: unknown[]): string {
   const items = values.map((item) => {
     if (item === null || item === undefined) return 'NULL';
     if (Array.isArray(item)) return arrayLiteral(item);
-    const text = item instanceof Date ? item.toISOString() : typeof item === 'object' ? JSON.stringify(item) : String(item);
+    const text =
+      item instanceof Date ? item.toISOString() : typeof item === 'object' ? JSON.stringify(item) : String(item);
     return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
   });
   return `{${items.join(',')}}`;
@@ -356,7 +382,8 @@ export function inlineParameters(text: string, values: unknown[]): string {
     const char = text[index] as string;
     const next = text[index + 1];
     if (char === "'") {
-      const escapes = index > 0 && /[eE]/.test(text[index - 1] as string) && !IDENTIFIER_CHAR.test(text[index - 2] ?? ' ');
+      const escapes =
+        index > 0 && /[eE]/.test(text[index - 1] as string) && !IDENTIFIER_CHAR.test(text[index - 2] ?? ' ');
       let cursor = index + 1;
       while (cursor < text.length) {
         if (escapes && text[cursor] === '\\') cursor += 2;
@@ -389,7 +416,8 @@ export function inlineParameters(text: string, values: unknown[]): string {
       const placeholder = /^\$(\d+)/.exec(text.slice(index));
       if (placeholder) {
         const position = Number(placeholder[1]);
-        if (position < 1 || position > values.length) throw new Error(`export query uses $${position} but has ${values.length} values`);
+        if (position < 1 || position > values.length)
+          throw new Error(`export query uses $${position} but has ${values.length} values`);
         out += sqlLiteral(values[position - 1]);
         index += placeholder[0].length;
         continue;

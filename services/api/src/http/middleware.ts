@@ -17,7 +17,9 @@ export function requestId(): Middleware {
 }
 
 const httpDuration =
-  (register.getSingleMetric('gantry_http_request_duration_seconds') as Histogram<'method' | 'route' | 'status'> | undefined) ??
+  (register.getSingleMetric('gantry_http_request_duration_seconds') as
+    | Histogram<'method' | 'route' | 'status'>
+    | undefined) ??
   new Histogram({
     name: 'gantry_http_request_duration_seconds',
     help: 'HTTP request duration by route and status',
@@ -47,12 +49,17 @@ export function errorsAndAccessLog(logger: Logger): Middleware {
       for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
       ctx.body = { error: error.message, code: error.code };
       if (error.status >= 500) {
-        logger.error({ err: caught, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request failed');
+        logger.error(
+          { err: caught, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
+          'request failed',
+        );
         if (!(caught instanceof AppError)) ctx.body = { error: 'internal server error', code: 'internal_error' };
       }
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = (ctx.state.route as { operationId?: string } | undefined)?.operationId ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
+      const route =
+        (ctx.state.route as { operationId?: string } | undefined)?.operationId ??
+        (ctx.status === 404 ? 'unmatched' : ctx.path);
       httpDuration.observe({ method: ctx.method, route, status: String(ctx.status) }, seconds);
       logger.info(
         {
@@ -72,9 +79,21 @@ export function errorsAndAccessLog(logger: Logger): Middleware {
 /** Maps errors of the libraries underneath (body parser, Koa) onto AppErrors. */
 function toAppError(caught: unknown): AppError {
   if (caught instanceof AppError) return caught;
-  const error = caught as { status?: number; statusCode?: number; expose?: boolean; type?: string; message?: string; code?: string };
+  const error = caught as {
+    status?: number;
+    statusCode?: number;
+    expose?: boolean;
+    type?: string;
+    message?: string;
+    code?: string;
+  };
   const status = error.status ?? error.statusCode;
-  if (status === 413 || error.type === 'entity.too.large' || error.code === 'ETOOBIG' || /maxFileSize|maxTotalFileSize|exceeded/i.test(error.message ?? '')) {
+  if (
+    status === 413 ||
+    error.type === 'entity.too.large' ||
+    error.code === 'ETOOBIG' ||
+    /maxFileSize|maxTotalFileSize|exceeded/i.test(error.message ?? '')
+  ) {
     return new AppError(413, 'payload_too_large', 'request body is too large');
   }
   if (error.type === 'entity.parse.failed' || (status === 400 && error.expose)) {

@@ -61,7 +61,14 @@ export function parseTimeValue(value: string): ParsedTime | null {
   }
   const full = RFC3339.exec(value);
   if (!full) return null;
-  const [year, month, day, hour, minute, second] = full.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = full.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (!validCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 60) return null;
   const instant = new Date(value.replace(' ', 'T'));
   if (Number.isNaN(instant.getTime()) || year < 1970 || year > 2999) return null;
@@ -90,14 +97,20 @@ export interface RangeRules {
 const DAY_MS = 86_400_000;
 
 /** Resolves `from`/`to` with the spec's rules (date-only from = day start, date-only to = whole day). */
-export function resolveRange(query: { from?: string | undefined; to?: string | undefined }, rules: RangeRules): ResolvedRange {
+export function resolveRange(
+  query: { from?: string | undefined; to?: string | undefined },
+  rules: RangeRules,
+): ResolvedRange {
   const now = rules.now ?? new Date();
   const fromParsed = query.from === undefined ? null : parseTimeValue(query.from);
   const toParsed = query.to === undefined ? null : parseTimeValue(query.to);
-  if (query.from !== undefined && fromParsed === null) throw new ValidationError(`invalid query parameter from: ${TIME_VALUE_RULE}`, 'invalid_parameter');
-  if (query.to !== undefined && toParsed === null) throw new ValidationError(`invalid query parameter to: ${TIME_VALUE_RULE}`, 'invalid_parameter');
+  if (query.from !== undefined && fromParsed === null)
+    throw new ValidationError(`invalid query parameter from: ${TIME_VALUE_RULE}`, 'invalid_parameter');
+  if (query.to !== undefined && toParsed === null)
+    throw new ValidationError(`invalid query parameter to: ${TIME_VALUE_RULE}`, 'invalid_parameter');
 
-  const to = toParsed === null ? now : toParsed.dateOnly ? new Date(toParsed.instant.getTime() + DAY_MS) : toParsed.instant;
+  const to =
+    toParsed === null ? now : toParsed.dateOnly ? new Date(toParsed.instant.getTime() + DAY_MS) : toParsed.instant;
   const from = fromParsed === null ? new Date(to.getTime() - rules.defaultDays * DAY_MS) : fromParsed.instant;
   if (from.getTime() >= to.getTime()) {
     throw new ValidationError('invalid range: from must be before to', 'invalid_range');
@@ -115,14 +128,19 @@ export function resolveOptionalRange(query: { from?: string | undefined; to?: st
   to: Date | null;
   echo: { from: string | null; to: string | null };
 } {
-  if (query.from === undefined && query.to === undefined) return { from: null, to: null, echo: { from: null, to: null } };
+  if (query.from === undefined && query.to === undefined)
+    return { from: null, to: null, echo: { from: null, to: null } };
   const fromParsed = query.from === undefined ? null : parseTimeValue(query.from);
   const toParsed = query.to === undefined ? null : parseTimeValue(query.to);
-  if (query.from !== undefined && fromParsed === null) throw new ValidationError(`invalid query parameter from: ${TIME_VALUE_RULE}`, 'invalid_parameter');
-  if (query.to !== undefined && toParsed === null) throw new ValidationError(`invalid query parameter to: ${TIME_VALUE_RULE}`, 'invalid_parameter');
+  if (query.from !== undefined && fromParsed === null)
+    throw new ValidationError(`invalid query parameter from: ${TIME_VALUE_RULE}`, 'invalid_parameter');
+  if (query.to !== undefined && toParsed === null)
+    throw new ValidationError(`invalid query parameter to: ${TIME_VALUE_RULE}`, 'invalid_parameter');
   const from = fromParsed?.instant ?? null;
-  const to = toParsed === null ? null : toParsed.dateOnly ? new Date(toParsed.instant.getTime() + DAY_MS) : toParsed.instant;
-  if (from && to && from.getTime() >= to.getTime()) throw new ValidationError('invalid range: from must be before to', 'invalid_range');
+  const to =
+    toParsed === null ? null : toParsed.dateOnly ? new Date(toParsed.instant.getTime() + DAY_MS) : toParsed.instant;
+  if (from && to && from.getTime() >= to.getTime())
+    throw new ValidationError('invalid range: from must be before to', 'invalid_range');
   const shownTo = to && toParsed?.dateOnly ? new Date(to.getTime() - 1) : to;
   return { from, to, echo: { from: from?.toISOString() ?? null, to: shownTo?.toISOString() ?? null } };
 }

@@ -93,7 +93,13 @@ export function createRateLimiter(config: Config['rateLimit'], pool: Pool, logge
     };
     const limiter = redis
       ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true })
-      : new RateLimiterPostgres({ ...common, storeClient: pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true });
+      : new RateLimiterPostgres({
+          ...common,
+          storeClient: pool,
+          storeType: 'pool',
+          tableName: 'rate_limits',
+          tableCreated: true,
+        });
     return { policy, limiter };
   };
   const budgets = { default: budget(policies.default), export: budget(policies.export) };
@@ -105,7 +111,10 @@ export function createRateLimiter(config: Config['rateLimit'], pool: Pool, logge
       if (caught instanceof RateLimiterRes) return { res: caught, allowed: false };
       // Only reached when the insurance limiter failed as well.
       storeErrors.inc({ store });
-      logger.warn({ err: caught instanceof Error ? caught.message : String(caught) }, 'rate-limit store failed; request allowed');
+      logger.warn(
+        { err: caught instanceof Error ? caught.message : String(caught) },
+        'rate-limit store failed; request allowed',
+      );
       return { res: new RateLimiterRes(entry.policy.points, 0, 0, false), allowed: true };
     }
   };

@@ -71,9 +71,11 @@ export interface RouteSpec<
 export const DEPRECATED_SINCE = '@1767225600';
 
 /** Identity function that keeps the handler's input types tied to the schemas. */
-export function defineRoute<Q extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodUndefined, B extends z.ZodType = z.ZodUndefined>(
-  spec: RouteSpec<Q, P, B>,
-): RouteSpec {
+export function defineRoute<
+  Q extends z.ZodType = z.ZodUndefined,
+  P extends z.ZodType = z.ZodUndefined,
+  B extends z.ZodType = z.ZodUndefined,
+>(spec: RouteSpec<Q, P, B>): RouteSpec {
   return spec as unknown as RouteSpec;
 }
 
@@ -111,7 +113,8 @@ export function findNulCharacter(value: unknown): string | null {
 function parseInput<S extends z.ZodType | undefined>(schema: S, value: unknown, location: string, code: string) {
   if (!schema) return undefined;
   const nul = findNulCharacter(value);
-  if (nul !== null) throw new ValidationError(`invalid ${location}${nul ? ` ${nul}` : ''}: must not contain NUL characters`, code);
+  if (nul !== null)
+    throw new ValidationError(`invalid ${location}${nul ? ` ${nul}` : ''}: must not contain NUL characters`, code);
   const result = schema.safeParse(value);
   if (!result.success) throw new ValidationError(describeIssues(location, result.error), code);
   return result.data;
@@ -144,7 +147,10 @@ export function routeMiddleware(route: RouteSpec, options: MountOptions): Middle
     const rawBody = (ctx.request as { body?: unknown }).body;
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (route.request?.body && hasBody && !ctx.request.is('json')) {
-      throw new ValidationError('the request body must be JSON (Content-Type: application/json)', 'invalid_content_type');
+      throw new ValidationError(
+        'the request body must be JSON (Content-Type: application/json)',
+        'invalid_content_type',
+      );
     }
     const body = parseInput(route.request?.body, rawBody ?? {}, 'body field', 'invalid_body');
     await route.handler(ctx, { query, params, body, auth });
@@ -173,7 +179,9 @@ export class RouteRegistry {
   add(...routes: RouteSpec[]): this {
     for (const route of routes) {
       const duplicate = this.routes.find(
-        (other) => other.operationId === route.operationId || (other.method === route.method && other.base === route.base && other.path === route.path),
+        (other) =>
+          other.operationId === route.operationId ||
+          (other.method === route.method && other.base === route.base && other.path === route.path),
       );
       if (duplicate) throw new Error(`route ${route.method} ${route.path} (${route.operationId}) registered twice`);
       this.routes.push(route);
@@ -192,7 +200,8 @@ export class RouteRegistry {
           ctx.state.route = route;
           if (route.deprecated) {
             ctx.set('Deprecation', DEPRECATED_SINCE);
-            if (route.successor) ctx.set('Link', `<${basePaths[route.base]}${route.successor}>; rel="successor-version"`);
+            if (route.successor)
+              ctx.set('Link', `<${basePaths[route.base]}${route.successor}>; rel="successor-version"`);
           }
           ctx.state.auth = await options.authenticate(ctx, route);
           await next();

@@ -15,26 +15,78 @@ interface Operation {
 
 // The same provisioning code and body schemas as the admin API (DESIGN §6).
 const operations: Record<string, Operation> = {
-  'create tenant': { schema: schemas.TenantCreate, needsTenant: false, run: (d, _t, _i, b) => provisioning.createTenant(d, b) },
+  'create tenant': {
+    schema: schemas.TenantCreate,
+    needsTenant: false,
+    run: (d, _t, _i, b) => provisioning.createTenant(d, b),
+  },
   'list tenants': { needsTenant: false, run: (d) => provisioning.listTenants(d) },
-  'create api-key': { schema: schemas.ApiKeyCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createApiKey(d, t, b) },
+  'create api-key': {
+    schema: schemas.ApiKeyCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createApiKey(d, t, b),
+  },
   'list api-keys': { needsTenant: true, run: (d, t) => provisioning.listApiKeys(d, t) },
   'disable api-key': { needsTenant: true, needsId: true, run: (d, t, i) => provisioning.disableApiKey(d, t, i) },
-  'create asset-type': { schema: schemas.AssetTypeCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createAssetType(d, t, b) },
-  'create asset': { schema: schemas.AssetCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createAsset(d, t, b) },
-  'create template': { schema: schemas.TemplateCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createTemplate(d, t, b) },
-  'create inspection': { schema: schemas.InspectionCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createInspection(d, t, b) },
-  'create report': { schema: schemas.ReportCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createReport(d, t, b) },
-  'create device': { schema: schemas.DeviceCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createDevice(d, t, b) },
-  'update device': { schema: schemas.DeviceUpdate, needsTenant: true, needsId: true, run: (d, t, i, b) => provisioning.updateDevice(d, t, i, b) },
-  'create operator': { schema: schemas.OperatorCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createOperator(d, t, b) },
-  'create geofence': { schema: schemas.GeofenceCreate, needsTenant: true, run: (d, t, _i, b) => provisioning.createGeofence(d, t, b) },
-  'update geofence': { schema: schemas.GeofenceUpdate, needsTenant: true, needsId: true, run: (d, t, i, b) => provisioning.updateGeofence(d, t, i, b) },
+  'create asset-type': {
+    schema: schemas.AssetTypeCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createAssetType(d, t, b),
+  },
+  'create asset': {
+    schema: schemas.AssetCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createAsset(d, t, b),
+  },
+  'create template': {
+    schema: schemas.TemplateCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createTemplate(d, t, b),
+  },
+  'create inspection': {
+    schema: schemas.InspectionCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createInspection(d, t, b),
+  },
+  'create report': {
+    schema: schemas.ReportCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createReport(d, t, b),
+  },
+  'create device': {
+    schema: schemas.DeviceCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createDevice(d, t, b),
+  },
+  'update device': {
+    schema: schemas.DeviceUpdate,
+    needsTenant: true,
+    needsId: true,
+    run: (d, t, i, b) => provisioning.updateDevice(d, t, i, b),
+  },
+  'create operator': {
+    schema: schemas.OperatorCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createOperator(d, t, b),
+  },
+  'create geofence': {
+    schema: schemas.GeofenceCreate,
+    needsTenant: true,
+    run: (d, t, _i, b) => provisioning.createGeofence(d, t, b),
+  },
+  'update geofence': {
+    schema: schemas.GeofenceUpdate,
+    needsTenant: true,
+    needsId: true,
+    run: (d, t, i, b) => provisioning.updateGeofence(d, t, i, b),
+  },
   'delete geofence': { needsTenant: true, needsId: true, run: (d, t, i) => provisioning.deleteGeofence(d, t, i) },
 };
 
 function adminCommand(verb: string): Command {
-  const names = Object.keys(operations).filter((key) => key.startsWith(`${verb} `)).map((key) => key.slice(verb.length + 1));
+  const names = Object.keys(operations)
+    .filter((key) => key.startsWith(`${verb} `))
+    .map((key) => key.slice(verb.length + 1));
   return {
     name: verb,
     summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} back-office objects: ${names.join(', ')}`,
@@ -47,7 +99,8 @@ function adminCommand(verb: string): Command {
       });
       const [resource, id] = positionals;
       const operation = operations[`${verb} ${resource}`];
-      if (!resource || !operation) throw new UsageError(`unknown resource "${resource ?? ''}"; one of: ${names.join(', ')}`);
+      if (!resource || !operation)
+        throw new UsageError(`unknown resource "${resource ?? ''}"; one of: ${names.join(', ')}`);
       if (operation.needsTenant && !values.tenant) throw new UsageError('--tenant <tenantId> is required');
       if (operation.needsId && !id) throw new UsageError(`the id of the ${resource} is required`);
       let body: unknown = undefined;
@@ -60,13 +113,20 @@ function adminCommand(verb: string): Command {
         }
         const parsed = operation.schema.safeParse(raw);
         if (!parsed.success) {
-          throw new UsageError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; '));
+          throw new UsageError(
+            parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`).join('; '),
+          );
         }
         body = parsed.data;
       }
       const pool = createPool(requireDatabaseUrl(config), { max: 2, applicationName: 'gantry-cli' });
       try {
-        const result = await operation.run({ pool, outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }) }, values.tenant ?? '', id ?? '', body as never);
+        const result = await operation.run(
+          { pool, outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }) },
+          values.tenant ?? '',
+          id ?? '',
+          body as never,
+        );
         print(JSON.stringify(result, null, 2));
       } finally {
         await pool.end();

@@ -18,22 +18,42 @@ export interface DemoKeys {
  */
 export async function ensureDemo(pool: Pool, maxAttempts: number): Promise<DemoKeys> {
   const deps = { pool, outbox: createOutbox({ maxAttempts }) };
-  const existing = await pool.query<{ id: string }>('SELECT id FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1', [DEMO_TENANT_NAME]);
+  const existing = await pool.query<{ id: string }>(
+    'SELECT id FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1',
+    [DEMO_TENANT_NAME],
+  );
   const tenantId = existing.rows[0]?.id;
   if (tenantId === undefined) {
     try {
       const demo = await provisionDemo(deps);
-      return { tenantId: demo.tenantId, tenantKey: demo.tenantKey, customerKey: demo.customerKey, customerName: demo.customerName, created: true };
+      return {
+        tenantId: demo.tenantId,
+        tenantKey: demo.tenantKey,
+        customerKey: demo.customerKey,
+        customerName: demo.customerName,
+        created: true,
+      };
     } catch (error) {
       // A half-provisioned demo tenant would keep every later start from provisioning it.
-      await pool.query('/* cli:dropFailedDemo */ DELETE FROM tenants WHERE name = $1', [DEMO_TENANT_NAME]).catch(() => undefined);
+      await pool
+        .query('/* cli:dropFailedDemo */ DELETE FROM tenants WHERE name = $1', [DEMO_TENANT_NAME])
+        .catch(() => undefined);
       throw error;
     }
   }
   const stamp = new Date().toISOString().slice(0, 19);
   const tenantKey = await provisioning.createApiKey(deps, tenantId, { name: `Demo tenant key ${stamp}` });
-  const customerKey = await provisioning.createApiKey(deps, tenantId, { name: `Demo customer key ${stamp}`, customerName: DEMO_CUSTOMER_NAME });
-  return { tenantId, tenantKey: tenantKey.key, customerKey: customerKey.key, customerName: DEMO_CUSTOMER_NAME, created: false };
+  const customerKey = await provisioning.createApiKey(deps, tenantId, {
+    name: `Demo customer key ${stamp}`,
+    customerName: DEMO_CUSTOMER_NAME,
+  });
+  return {
+    tenantId,
+    tenantKey: tenantKey.key,
+    customerKey: customerKey.key,
+    customerName: DEMO_CUSTOMER_NAME,
+    created: false,
+  };
 }
 
 export interface DemoFleetStart {
@@ -60,9 +80,18 @@ function outerRings(geometry: { type: string; coordinates: unknown }): LatLon[][
  */
 export async function startDemoFleetFromDatabase(
   pool: Pool,
-  options: { mqttUrl: string; username?: string | undefined; password?: string | undefined; logger?: Logger; historyHours?: number },
+  options: {
+    mqttUrl: string;
+    username?: string | undefined;
+    password?: string | undefined;
+    logger?: Logger;
+    historyHours?: number;
+  },
 ): Promise<DemoFleetStart | null> {
-  const tenant = await pool.query<{ id: string }>('/* cli:demoTenant */ SELECT id FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1', [DEMO_TENANT_NAME]);
+  const tenant = await pool.query<{ id: string }>(
+    '/* cli:demoTenant */ SELECT id FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1',
+    [DEMO_TENANT_NAME],
+  );
   const tenantId = tenant.rows[0]?.id;
   if (tenantId === undefined) return null;
   const { rows: devices } = await pool.query<{
@@ -96,7 +125,8 @@ export async function startDemoFleetFromDatabase(
     password: options.password,
     devices: devices.map((device) => ({
       deviceId: device.device_id,
-      position: device.latitude === null || device.longitude === null ? null : { lat: device.latitude, lon: device.longitude },
+      position:
+        device.latitude === null || device.longitude === null ? null : { lat: device.latitude, lon: device.longitude },
       hourmeter: device.hourmeter === null ? null : Number(device.hourmeter),
       loaded: device.adc_on,
     })),
@@ -119,7 +149,9 @@ export const demoCommand: Command = {
     const pool = createPool(url, { max: 2, applicationName: 'gantry-cli' });
     try {
       const keys = await ensureDemo(pool, config.webhooks.maxAttempts);
-      print(keys.created ? `demo tenant created: ${keys.tenantId}` : `demo tenant ${keys.tenantId} exists; new keys issued`);
+      print(
+        keys.created ? `demo tenant created: ${keys.tenantId}` : `demo tenant ${keys.tenantId} exists; new keys issued`,
+      );
       print(`tenant key:   ${keys.tenantKey}`);
       print(`customer key: ${keys.customerKey}   (sees only "${keys.customerName}")`);
     } finally {

@@ -21,7 +21,10 @@ const argsSchema = z
   .object({
     from: instant('from'),
     to: instant('to'),
-    device: z.string().regex(DEVICE_ID_PATTERN, '--device must be a device id (1-64 of A-Z a-z 0-9 . _ : -)').optional(),
+    device: z
+      .string()
+      .regex(DEVICE_ID_PATTERN, '--device must be a device id (1-64 of A-Z a-z 0-9 . _ : -)')
+      .optional(),
     all: z.boolean().default(false),
   })
   .refine((args) => args.from < args.to, { message: '--from must be before --to' });
@@ -38,14 +41,20 @@ export const replayCommand: Command = {
     try {
       values = parseArgs({
         args: argv,
-        options: { from: { type: 'string' }, to: { type: 'string' }, device: { type: 'string' }, all: { type: 'boolean' } },
+        options: {
+          from: { type: 'string' },
+          to: { type: 'string' },
+          device: { type: 'string' },
+          all: { type: 'boolean' },
+        },
         strict: true,
       }).values;
     } catch (error) {
       throw new UsageError(`${(error as Error).message}\n\n${replayCommand.usage}`);
     }
     const parsed = argsSchema.safeParse(values);
-    if (!parsed.success) throw new UsageError(`${parsed.error.issues.map((issue) => issue.message).join('\n')}\n\n${replayCommand.usage}`);
+    if (!parsed.success)
+      throw new UsageError(`${parsed.error.issues.map((issue) => issue.message).join('\n')}\n\n${replayCommand.usage}`);
     const args = parsed.data;
     const pool = createPool(requireDatabaseUrl(config), { max: 2, applicationName: 'gantry-replay' });
     try {

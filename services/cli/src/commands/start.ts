@@ -3,7 +3,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@gantry/config';
-import { createOutbox, isPortInUse, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
+import {
+  createOutbox,
+  isPortInUse,
+  migrateDatabase,
+  onShutdown,
+  openDatabase,
+  startEmbeddedPostgres,
+} from '@gantry/db';
 import { startApiServer } from '@gantry/api';
 import { startIngest } from '@gantry/ingest';
 import { startWorker } from '@gantry/worker';
@@ -28,7 +35,8 @@ export const startCommand: Command = {
   async run(_argv, context) {
     const stops: Array<() => Promise<void>> = [];
     const stopAll = async () => {
-      for (const stop of stops.reverse()) await stop().catch((error: unknown) => context.logger.warn({ err: error }, 'stop failed'));
+      for (const stop of stops.reverse())
+        await stop().catch((error: unknown) => context.logger.warn({ err: error }, 'stop failed'));
       stops.length = 0;
     };
     onShutdown(context.logger, stopAll);
@@ -42,7 +50,10 @@ export const startCommand: Command = {
   },
 };
 
-async function startAll({ config: baseConfig, logger, print }: CommandContext, stops: Array<() => Promise<void>>): Promise<void> {
+async function startAll(
+  { config: baseConfig, logger, print }: CommandContext,
+  stops: Array<() => Promise<void>>,
+): Promise<void> {
   await mkdir(path.resolve(baseConfig.dataDir), { recursive: true });
   if (!baseConfig.mqtt.url && (await isPortInUse(baseConfig.mqtt.embeddedPort))) {
     throw new Error(
@@ -53,7 +64,11 @@ async function startAll({ config: baseConfig, logger, print }: CommandContext, s
 
   let databaseUrl = baseConfig.databaseUrl;
   if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres({ dataDir: baseConfig.dataDir, port: baseConfig.embeddedPostgresPort, logger });
+    const embedded = await startEmbeddedPostgres({
+      dataDir: baseConfig.dataDir,
+      port: baseConfig.embeddedPostgresPort,
+      logger,
+    });
     stops.push(() => embedded.stop());
     databaseUrl = embedded.url;
   }
@@ -130,7 +145,9 @@ async function startAll({ config: baseConfig, logger, print }: CommandContext, s
   print(`  MQTT:      ${mqttUrl}   (devices publish to gantry/v1/devices/{deviceId}/{type})`);
   if (simulated) {
     const past = simulated.history ? `, uploading their last ${simulated.historyHours} hours first` : '';
-    print(`  Simulator: ${simulated.devices} demo machines publishing${past} (GANTRY_DEMO_SIMULATOR=false turns it off)`);
+    print(
+      `  Simulator: ${simulated.devices} demo machines publishing${past} (GANTRY_DEMO_SIMULATOR=false turns it off)`,
+    );
   }
   print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
   if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);

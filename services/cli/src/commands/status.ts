@@ -19,7 +19,9 @@ export const statusCommand: Command = {
       print(`timescaledb:      ${status.timescaledbVersion ?? `not in use (${timescale.reason})`}`);
       print(`migrations:       ${status.migrations.length} applied (${status.migrations.at(-1) ?? 'none'})`);
       for (const gold of status.gold) {
-        const coverage = gold.coverageTo ? `${gold.coverageFrom?.toISOString() ?? '…'} → ${gold.coverageTo.toISOString()}` : 'no coverage yet';
+        const coverage = gold.coverageTo
+          ? `${gold.coverageFrom?.toISOString() ?? '…'} → ${gold.coverageTo.toISOString()}`
+          : 'no coverage yet';
         print(`gold ${gold.relation.padEnd(22)} ${gold.status.padEnd(10)} ${coverage}`);
       }
     } finally {

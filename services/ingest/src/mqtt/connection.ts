@@ -109,7 +109,11 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
     const timer = setTimeout(() => {
       settle();
       client.end(true);
-      reject(new MqttConnectError(`could not connect to the MQTT broker at ${redact(options.url)} within ${options.connectTimeoutMs} ms`));
+      reject(
+        new MqttConnectError(
+          `could not connect to the MQTT broker at ${redact(options.url)} within ${options.connectTimeoutMs} ms`,
+        ),
+      );
     }, options.connectTimeoutMs);
     const onConnect = (connack: IConnackPacket) => {
       settle();
@@ -159,7 +163,9 @@ export async function openIngestConnection(options: IngestConnectionOptions): Pr
   let result = await attempt(5, options);
   let version: 4 | 5 = 5;
   if (result === 'unsupported') {
-    log.warn('the MQTT broker does not speak MQTT 5; using MQTT 3.1.1 with a persistent session and a plain subscription');
+    log.warn(
+      'the MQTT broker does not speak MQTT 5; using MQTT 3.1.1 with a persistent session and a plain subscription',
+    );
     version = 4;
     result = await attempt(4, options);
     if (result === 'unsupported') throw new MqttConnectError('the MQTT broker accepts neither MQTT 5 nor MQTT 3.1.1');
@@ -174,7 +180,10 @@ export async function openIngestConnection(options: IngestConnectionOptions): Pr
 
   await subscribe(client, filter);
   ingestMetrics.connected.set(1);
-  log.info({ protocolVersion: version, filter, clientId: options.clientId, sessionPresent: connack.sessionPresent }, 'ingest subscribed');
+  log.info(
+    { protocolVersion: version, filter, clientId: options.clientId, sessionPresent: connack.sessionPresent },
+    'ingest subscribed',
+  );
 
   // Later reconnects resume the session; subscribing again is harmless and covers a session the broker lost.
   client.on('connect', (again) => {

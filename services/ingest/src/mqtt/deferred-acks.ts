@@ -64,7 +64,9 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
   const unackedByStream = new Map<Duplex, number>();
 
   const unacked = () => pending.length - head;
-  const full = () => (unackedByStream.get(client.stream as Duplex) ?? 0) >= options.maxUnacked || unackedBytes >= options.maxUnackedBytes;
+  const full = () =>
+    (unackedByStream.get(client.stream as Duplex) ?? 0) >= options.maxUnacked ||
+    unackedBytes >= options.maxUnackedBytes;
   const report = () => options.onUnackedChange?.(unacked());
 
   const release = () => {

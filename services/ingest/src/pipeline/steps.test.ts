@@ -5,12 +5,19 @@ const now = Date.parse('2026-03-10T12:00:00Z');
 const options = { maxPayloadBytes: 1024, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now } };
 
 function raw(type: string, payload: unknown, deviceId = 'sc-01'): RawMessage {
-  return { topic: `gantry/v1/devices/${deviceId}/${type}`, payload: Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload)), receivedAt: now };
+  return {
+    topic: `gantry/v1/devices/${deviceId}/${type}`,
+    payload: Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload)),
+    receivedAt: now,
+  };
 }
 
 describe('parse steps', () => {
   it('turns a gps payload into a reading with ts in epoch ms and fix defaulting to true', () => {
-    const message = parseMessage(raw('gps', { ts: '2026-03-10T11:59:58.250Z', lat: 51.95, lon: 4.05, speedKmh: 7 }), options);
+    const message = parseMessage(
+      raw('gps', { ts: '2026-03-10T11:59:58.250Z', lat: 51.95, lon: 4.05, speedKmh: 7 }),
+      options,
+    );
     expect(message.rejection).toBeNull();
     expect(message.readings).toEqual([{ type: 'gps', ts: now - 1750, lat: 51.95, lon: 4.05, speedKmh: 7, fix: true }]);
     expect(message).toMatchObject({ deviceKey: 'sc-01', messageType: 'gps', deviceTs: now - 1750 });
@@ -86,7 +93,7 @@ describe('parse steps', () => {
     expect(parsed.deviceTs).toBe(now - 1000);
   });
 
-  it('rejects a batch whose every entry is bad with the first entry\'s reason', () => {
+  it("rejects a batch whose every entry is bad with the first entry's reason", () => {
     const parsed = parseMessage(raw('batch', [{ type: 'gps', ts: now + 3_600_000, lat: 1, lon: 2 }]), options);
     expect(parsed.rejection?.reason).toBe('future_timestamp');
     expect(parsed.rejection?.detail).toMatch(/^every entry was rejected; entry 0: ts /);

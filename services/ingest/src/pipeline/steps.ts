@@ -60,10 +60,16 @@ export function parseTopicStep(topic: string): StepResult<{ deviceKey: string; m
   const deviceKey = levels[TOPIC_LEVELS - 2]!;
   const messageType = levels[TOPIC_LEVELS - 1]!;
   if (!isDeviceMessageType(messageType)) {
-    return rejected('unknown_message_type', `"${clip(messageType, 40)}" is not a message type (gps, adcin, hourmeter, imu, identifier, heartbeat, batch)`);
+    return rejected(
+      'unknown_message_type',
+      `"${clip(messageType, 40)}" is not a message type (gps, adcin, hourmeter, imu, identifier, heartbeat, batch)`,
+    );
   }
   if (!DEVICE_ID_PATTERN.test(deviceKey)) {
-    return rejected('unknown_device', 'the device id in the topic is not a valid device id (1-64 of A-Z a-z 0-9 . _ : -)');
+    return rejected(
+      'unknown_device',
+      'the device id in the topic is not a valid device id (1-64 of A-Z a-z 0-9 . _ : -)',
+    );
   }
   return ok({ deviceKey, messageType });
 }
@@ -104,11 +110,19 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
 }
 
 /** Turns the first zod issue into a reason code and a message naming the field. */
-export function reasonFromIssues(issues: z.core.$ZodIssue[], input: unknown): { reason: RejectionReason; detail: string } {
+export function reasonFromIssues(
+  issues: z.core.$ZodIssue[],
+  input: unknown,
+): { reason: RejectionReason; detail: string } {
   const issue = issues[0]!;
   const field = issue.path.map(String).join('.') || 'payload';
   const value = valueAt(input, issue.path);
-  const shown = typeof value === 'number' || typeof value === 'boolean' ? ` (got ${value})` : typeof value === 'string' ? ` (got "${clip(value, 40)}")` : '';
+  const shown =
+    typeof value === 'number' || typeof value === 'boolean'
+      ? ` (got ${value})`
+      : typeof value === 'string'
+        ? ` (got "${clip(value, 40)}")`
+        : '';
   const detail = `${field}: ${issue.message}${shown}`;
   const top = String(issue.path[0] ?? '');
   let reason: RejectionReason;
@@ -139,10 +153,16 @@ export function validateReadingStep(type: ReadingType, value: unknown): StepResu
 export function checkTimeBoundsStep(reading: Reading, receivedAt: number, bounds: TimeBounds): StepResult<Reading> {
   if (reading.ts > receivedAt + bounds.maxFutureMs) {
     const ahead = Math.round((reading.ts - receivedAt) / 1000);
-    return rejected('future_timestamp', `ts ${new Date(reading.ts).toISOString()} is ${ahead} s ahead of the receive time (limit ${bounds.maxFutureMs / 1000} s)`);
+    return rejected(
+      'future_timestamp',
+      `ts ${new Date(reading.ts).toISOString()} is ${ahead} s ahead of the receive time (limit ${bounds.maxFutureMs / 1000} s)`,
+    );
   }
   if (reading.ts < bounds.now - bounds.maxAgeMs) {
-    return rejected('stale_timestamp', `ts ${new Date(reading.ts).toISOString()} is older than the retention window of ${Math.round(bounds.maxAgeMs / 86_400_000)} days`);
+    return rejected(
+      'stale_timestamp',
+      `ts ${new Date(reading.ts).toISOString()} is older than the retention window of ${Math.round(bounds.maxAgeMs / 86_400_000)} days`,
+    );
   }
   return ok(reading);
 }
@@ -204,7 +224,8 @@ export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number
     return message;
   }
 
-  if (!Array.isArray(json.value)) return reject({ reason: 'invalid_payload', detail: 'a batch payload must be a JSON array of typed readings' });
+  if (!Array.isArray(json.value))
+    return reject({ reason: 'invalid_payload', detail: 'a batch payload must be a JSON array of typed readings' });
   if (json.value.length === 0) return reject({ reason: 'empty_batch', detail: 'the batch holds no readings' });
   json.value.forEach((entry: unknown, index) => {
     const entryType = isPlainObject(entry) ? entry.type : undefined;

@@ -70,7 +70,13 @@ export function noteReading(delta: DeviceStateDelta, reading: Reading): void {
 
 /** The delta as a row in stateColumns order. */
 export function toStateRow(delta: DeviceStateDelta): Cell[] {
-  const row: Cell[] = [delta.device.id, delta.device.tenantId, delta.device.assetId, delta.firstSeenAt, delta.lastSeenAt];
+  const row: Cell[] = [
+    delta.device.id,
+    delta.device.tenantId,
+    delta.device.assetId,
+    delta.firstSeenAt,
+    delta.lastSeenAt,
+  ];
   for (const group of stateGroups) {
     const value = delta.groups.get(group.ts);
     row.push(value ? value.ts : null);

@@ -5,7 +5,17 @@
  * what makes `unnest` as fast as COPY here (measured in test/bench/ingest.ts).
  */
 
-export type ColumnKind = 'uuid' | 'text' | 'timestamptz' | 'float8' | 'float4' | 'int2' | 'int4' | 'int8' | 'bool' | 'bytea';
+export type ColumnKind =
+  | 'uuid'
+  | 'text'
+  | 'timestamptz'
+  | 'float8'
+  | 'float4'
+  | 'int2'
+  | 'int4'
+  | 'int8'
+  | 'bool'
+  | 'bytea';
 
 export interface Column {
   name: string;

@@ -5,7 +5,11 @@ import { isConnectionError, type Pool, type PoolClient } from '@gantry/db';
  * waits on a lock (another writer's device_state rows, a worker settling its queue rows)
  * or a silent network fails and is retried instead of stalling ingest forever.
  */
-export async function inTransaction<T>(pool: Pool, statementTimeoutMs: number, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: Pool,
+  statementTimeoutMs: number,
+  fn: (client: PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client has no pool listener: a server shutdown mid-query would emit an

@@ -5,7 +5,14 @@ import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
 import { columnArrays, copyText, unnestCall, type Cell, type Column } from './encode.ts';
 import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
-import { bronzeColumns, silverColumns, stateAssignments, stateColumns, toSilverRow, type DeviceRecord } from './tables.ts';
+import {
+  bronzeColumns,
+  silverColumns,
+  stateAssignments,
+  stateColumns,
+  toSilverRow,
+  type DeviceRecord,
+} from './tables.ts';
 
 export type BronzeStatus = 'accepted' | 'rejected' | 'duplicate' | 'partial';
 export type WriteMethod = 'unnest' | 'copy';
@@ -123,7 +130,10 @@ async function updateBronze(client: PoolClient, rows: Cell[][]): Promise<void> {
   const names = replayColumns.map((column) => column.name);
   await client.query(
     `/* ingest:replayMessages */ UPDATE device_messages m SET
-       ${names.slice(2).map((name) => `${name} = u.${name}`).join(', ')}
+       ${names
+         .slice(2)
+         .map((name) => `${name} = u.${name}`)
+         .join(', ')}
      FROM ${unnestCall(replayColumns)} AS u(${names.join(', ')})
      WHERE m.id = u.id AND m.received_at = u.received_at`,
     columnArrays(replayColumns, rows),
@@ -134,11 +144,18 @@ export async function resolveDevices(client: PoolClient, keys: Iterable<string>)
   const unique = [...new Set(keys)];
   const devices = new Map<string, DeviceRecord>();
   if (unique.length === 0) return devices;
-  const { rows } = await client.query<{ device_id: string; id: string; tenant_id: string; asset_id: string | null; enabled: boolean }>(
+  const { rows } = await client.query<{
+    device_id: string;
+    id: string;
+    tenant_id: string;
+    asset_id: string | null;
+    enabled: boolean;
+  }>(
     `/* ingest:resolveDevices */ SELECT device_id, id, tenant_id, asset_id, enabled FROM devices WHERE device_id = ANY($1::text[])`,
     [unique],
   );
-  for (const row of rows) devices.set(row.device_id, { id: row.id, tenantId: row.tenant_id, assetId: row.asset_id, enabled: row.enabled });
+  for (const row of rows)
+    devices.set(row.device_id, { id: row.id, tenantId: row.tenant_id, assetId: row.asset_id, enabled: row.enabled });
   return devices;
 }
 
@@ -155,7 +172,11 @@ function partialDetail(message: ParsedMessage): string {
  * devices dirty for derivation from their earliest new reading. This is the one place
  * where a rejection becomes a bronze row.
  */
-export async function writeBatch(client: PoolClient, messages: ParsedMessage[], options: WriteOptions): Promise<BatchResult> {
+export async function writeBatch(
+  client: PoolClient,
+  messages: ParsedMessage[],
+  options: WriteOptions,
+): Promise<BatchResult> {
   const devices = await resolveDevices(
     client,
     messages.flatMap((message) => (message.deviceKey === null ? [] : [message.deviceKey])),
@@ -177,7 +198,13 @@ export async function writeBatch(client: PoolClient, messages: ParsedMessage[], 
       else noteReceived(delta, receivedAt);
     }
     if (message.rejection) {
-      outcomes[index] = { status: 'rejected', reason: message.rejection.reason, detail: message.rejection.detail, storedReadings: 0, device };
+      outcomes[index] = {
+        status: 'rejected',
+        reason: message.rejection.reason,
+        detail: message.rejection.detail,
+        storedReadings: 0,
+        device,
+      };
       return;
     }
     if (!device) {
@@ -191,7 +218,13 @@ export async function writeBatch(client: PoolClient, messages: ParsedMessage[], 
       return;
     }
     if (!device.enabled) {
-      outcomes[index] = { status: 'rejected', reason: 'device_disabled', detail: 'the device is disabled; kept in bronze only', storedReadings: 0, device };
+      outcomes[index] = {
+        status: 'rejected',
+        reason: 'device_disabled',
+        detail: 'the device is disabled; kept in bronze only',
+        storedReadings: 0,
+        device,
+      };
       return;
     }
     const keys: string[] = [];
@@ -296,7 +329,11 @@ export async function writeBatch(client: PoolClient, messages: ParsedMessage[], 
   }
   if (dirtyFrom.size > 0) {
     const entries = [...dirtyFrom.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
-    await client.query(markDirtySql, [entries.map(([id]) => id), entries.map(([, v]) => v.tenantId), entries.map(([, v]) => new Date(v.ts))]);
+    await client.query(markDirtySql, [
+      entries.map(([id]) => id),
+      entries.map(([, v]) => v.tenantId),
+      entries.map(([, v]) => new Date(v.ts)),
+    ]);
   }
   return { outcomes, storedReadings };
 }

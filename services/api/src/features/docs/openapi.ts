@@ -1,4 +1,9 @@
-import { OpenApiGeneratorV3, OpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import {
+  OpenApiGeneratorV3,
+  OpenAPIRegistry,
+  type ResponseConfig,
+  type RouteConfig,
+} from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { ErrorResponse } from '../../http/common-schemas.ts';
 import type { RatePolicy } from '../../http/rate-limit.ts';
@@ -38,14 +43,25 @@ const rateLimitHeaders: HeaderSpec = {
 };
 
 const requestIdHeader: HeaderSpec = {
-  'X-Request-Id': { description: 'Identifies this request in the server logs; quote it when reporting a problem', schema: { type: 'string' } },
+  'X-Request-Id': {
+    description: 'Identifies this request in the server logs; quote it when reporting a problem',
+    schema: { type: 'string' },
+  },
 };
 
 function deprecationHeaders(route: RouteSpec): HeaderSpec {
   return {
-    Deprecation: { description: 'RFC 9745: the operation is deprecated (since the date given as @epoch-seconds)', schema: { type: 'string' } },
+    Deprecation: {
+      description: 'RFC 9745: the operation is deprecated (since the date given as @epoch-seconds)',
+      schema: { type: 'string' },
+    },
     ...(route.successor
-      ? { Link: { description: `\`<${basePaths[route.base]}${route.successor}>; rel="successor-version"\`: the operation to use instead`, schema: { type: 'string' as const } } }
+      ? {
+          Link: {
+            description: `\`<${basePaths[route.base]}${route.successor}>; rel="successor-version"\`: the operation to use instead`,
+            schema: { type: 'string' as const },
+          },
+        }
       : {}),
   };
 }
@@ -67,7 +83,11 @@ function pathParameterNames(route: RouteSpec): string[] {
  */
 function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<number, ResponseSpec> {
   const implied: Record<number, ResponseSpec> = {};
-  const error = (description: string, headers?: HeaderSpec): ResponseSpec => ({ description, schema: ErrorResponse, ...(headers ? { headers } : {}) });
+  const error = (description: string, headers?: HeaderSpec): ResponseSpec => ({
+    description,
+    schema: ErrorResponse,
+    ...(headers ? { headers } : {}),
+  });
   const request = route.request ?? {};
   if (request.query || request.params || request.body || request.multipart || request.headers) {
     implied[400] = error('Invalid parameter or body; the message names the parameter at fault');
@@ -75,10 +95,13 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
   if (route.auth === 'apiKey') {
     implied[401] = error('Missing, disabled or invalid X-API-Key');
     const policy = options.policies[route.rateLimit === 'export' ? 'export' : 'default'];
-    implied[429] = error(`Rate limit exceeded (${policy.points} requests per ${policy.windowSeconds} s per key); retry after Retry-After seconds`, {
-      'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
-      ...rateLimitHeaders,
-    });
+    implied[429] = error(
+      `Rate limit exceeded (${policy.points} requests per ${policy.windowSeconds} s per key); retry after Retry-After seconds`,
+      {
+        'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+        ...rateLimitHeaders,
+      },
+    );
     implied[500] = error('Server-side error (the body says nothing of internals; quote X-Request-Id)');
   }
   if (route.auth === 'admin') implied[401] = error('Missing or invalid admin token');
@@ -100,7 +123,11 @@ function responseConfig(route: RouteSpec, status: number, spec: ResponseSpec): R
     config.content = { [spec.contentType ?? 'application/json']: { schema: spec.schema } };
   } else if (spec.contentType) {
     const binary = BINARY_TYPES.test(spec.contentType);
-    const schema = /json/.test(spec.contentType) ? { type: 'object' as const } : binary ? { type: 'string' as const, format: 'binary' } : { type: 'string' as const };
+    const schema = /json/.test(spec.contentType)
+      ? { type: 'object' as const }
+      : binary
+        ? { type: 'string' as const, format: 'binary' }
+        : { type: 'string' as const };
     config.content = { [spec.contentType]: { schema } };
   }
   return config;
@@ -115,10 +142,22 @@ function routeConfig(route: RouteSpec, options: DocumentOptions, withSchemas: bo
   const all: Record<number, ResponseSpec> = { ...impliedResponses(route, options) };
   for (const [status, declared] of Object.entries(route.responses)) {
     const implied = all[Number(status)];
-    all[Number(status)] = implied ? { ...implied, ...declared, headers: { ...implied.headers, ...declared.headers } } : declared;
+    all[Number(status)] = implied
+      ? { ...implied, ...declared, headers: { ...implied.headers, ...declared.headers } }
+      : declared;
   }
   for (const [status, spec] of Object.entries(all).sort(([a], [b]) => Number(a) - Number(b))) {
-    responses[status] = responseConfig(route, Number(status), withSchemas ? spec : { ...spec, schema: undefined, contentType: spec.contentType ?? (spec.schema ? 'application/json' : undefined) });
+    responses[status] = responseConfig(
+      route,
+      Number(status),
+      withSchemas
+        ? spec
+        : {
+            ...spec,
+            schema: undefined,
+            contentType: spec.contentType ?? (spec.schema ? 'application/json' : undefined),
+          },
+    );
   }
   const description = [
     route.description,
@@ -137,13 +176,16 @@ function routeConfig(route: RouteSpec, options: DocumentOptions, withSchemas: bo
     ...(description ? { description } : {}),
     tags: route.tags,
     ...(route.deprecated ? { deprecated: true } : {}),
-    security: route.auth === 'apiKey' ? [{ [API_KEY_SCHEME]: [] }] : route.auth === 'admin' ? [{ [ADMIN_SCHEME]: [] }] : [],
+    security:
+      route.auth === 'apiKey' ? [{ [API_KEY_SCHEME]: [] }] : route.auth === 'admin' ? [{ [ADMIN_SCHEME]: [] }] : [],
     request: withSchemas
       ? {
           ...(request.query ? { query: request.query as z.ZodObject } : {}),
           ...(request.params ? { params: request.params as z.ZodObject } : {}),
           ...(request.headers ? { headers: request.headers } : {}),
-          ...(request.body ? { body: { required: true, content: { 'application/json': { schema: request.body } } } } : {}),
+          ...(request.body
+            ? { body: { required: true, content: { 'application/json': { schema: request.body } } } }
+            : {}),
         }
       : {},
     responses,
@@ -167,7 +209,12 @@ function routeConfig(route: RouteSpec, options: DocumentOptions, withSchemas: bo
     };
   }
   if (undeclared.length > 0) {
-    config.parameters = undeclared.map((name) => ({ name, in: 'path' as const, required: true, schema: { type: 'string' as const } }));
+    config.parameters = undeclared.map((name) => ({
+      name,
+      in: 'path' as const,
+      required: true,
+      schema: { type: 'string' as const },
+    }));
   }
   return config;
 }

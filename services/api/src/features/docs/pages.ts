@@ -8,7 +8,8 @@ export const ASSET_PATH = `${basePaths.external}/docs/assets`;
 
 /** Content-Security-Policy of each page: only the API's own files, no inline code. */
 export const pagePolicies = {
-  guide: "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  guide:
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   reference:
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
 } as const;
@@ -48,7 +49,12 @@ markdown.renderer.rules.heading_open = (tokens, index, options, _env, self) => {
 };
 
 export function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 function tableCell(text: string): string {
@@ -64,7 +70,11 @@ export function endpointIndex(routes: RouteSpec[]): string {
       const rows = published
         .filter((route) => (route.tags[0] ?? 'Other') === tag)
         .map((route) => {
-          const notes = [route.auth === 'public' ? 'public' : null, route.tenantKeyOnly ? 'tenant key' : null, route.deprecated ? 'deprecated' : null]
+          const notes = [
+            route.auth === 'public' ? 'public' : null,
+            route.tenantKeyOnly ? 'tenant key' : null,
+            route.deprecated ? 'deprecated' : null,
+          ]
             .filter(Boolean)
             .join(', ');
           return `| ${route.method.toUpperCase()} | \`${tableCell(openApiPath(route))}\` | ${tableCell(route.summary)}${notes ? ` (${notes})` : ''} |`;

@@ -13,12 +13,17 @@ import { pagePolicies, renderGuide, renderReference, type GuideValues } from './
 const TAG = 'Self-description';
 
 const swaggerUiDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-const swaggerUiVersion = (JSON.parse(readFileSync(path.join(swaggerUiDir, 'package.json'), 'utf8')) as { version: string }).version;
+const swaggerUiVersion = (
+  JSON.parse(readFileSync(path.join(swaggerUiDir, 'package.json'), 'utf8')) as { version: string }
+).version;
 
 /** The files the pages load; anything else under /docs/assets is a 400 naming the file. */
 const assetFiles = {
   'swagger-ui.css': { file: path.join(swaggerUiDir, 'swagger-ui.css'), type: 'text/css; charset=utf-8' },
-  'swagger-ui-bundle.js': { file: path.join(swaggerUiDir, 'swagger-ui-bundle.js'), type: 'text/javascript; charset=utf-8' },
+  'swagger-ui-bundle.js': {
+    file: path.join(swaggerUiDir, 'swagger-ui-bundle.js'),
+    type: 'text/javascript; charset=utf-8',
+  },
   'reference.js': { file: new URL('./assets/reference.js', import.meta.url), type: 'text/javascript; charset=utf-8' },
   'reference.css': { file: new URL('./assets/reference.css', import.meta.url), type: 'text/css; charset=utf-8' },
   'guide.css': { file: new URL('./assets/guide.css', import.meta.url), type: 'text/css; charset=utf-8' },
@@ -85,7 +90,10 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
     if (!generated) {
       generated = generateOpenApiDocument(registry().routes, documentOptions(base));
       for (const problem of generated.problems) {
-        deps.logger.error({ operationId: problem.operationId, error: problem.error }, 'route left out of the OpenAPI schemas');
+        deps.logger.error(
+          { operationId: problem.operationId, error: problem.error },
+          'route left out of the OpenAPI schemas',
+        );
       }
       documents.set(base, generated);
     }
@@ -138,7 +146,9 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       path,
       operationId,
       summary,
-      description: deprecated ? 'Deprecated: use `GET /guide`. Answers the guide with a `Deprecation` header and a `Link` to its successor.' : undefined,
+      description: deprecated
+        ? 'Deprecated: use `GET /guide`. Answers the guide with a `Deprecation` header and a `Link` to its successor.'
+        : undefined,
       tags: [TAG],
       auth: 'public',
       ...(deprecated ? { deprecated: true, successor: '/guide' } : {}),
@@ -156,13 +166,20 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       tags: [TAG],
       auth: 'public',
       // Sent as serialized once (a large document); declared as a free-form JSON object.
-      responses: { 200: { description: 'OpenAPI 3.0.3 document (free-form JSON object)', contentType: 'application/json' } },
+      responses: {
+        200: { description: 'OpenAPI 3.0.3 document (free-form JSON object)', contentType: 'application/json' },
+      },
       handler: async (ctx) => {
         ctx.set('Cache-Control', 'no-cache');
         sendCompressible(ctx, serializedFor('external'), 'application/json; charset=utf-8');
       },
     }),
-    guideRoute('/guide', 'getGuide', 'HTML guide: first call, keys and scope, ranges, paging, exports, webhooks, errors, limits', false),
+    guideRoute(
+      '/guide',
+      'getGuide',
+      'HTML guide: first call, keys and scope, ranges, paging, exports, webhooks, errors, limits',
+      false,
+    ),
     defineRoute({
       method: 'get',
       base: 'external',
@@ -187,7 +204,10 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       hidden: true,
       request: {
         params: z.object({
-          file: z.enum(Object.keys(assetFiles) as [AssetName, ...AssetName[]], `must be one of ${Object.keys(assetFiles).join(', ')}`),
+          file: z.enum(
+            Object.keys(assetFiles) as [AssetName, ...AssetName[]],
+            `must be one of ${Object.keys(assetFiles).join(', ')}`,
+          ),
         }),
       },
       responses: { 200: { description: 'The file', contentType: 'application/octet-stream' } },
@@ -205,11 +225,12 @@ export function docsRoutes(deps: AppDeps, registry: () => RouteRegistry): RouteS
       summary: 'The OpenAPI 3.0.3 document of the admin API',
       tags: ['Admin'],
       auth: 'admin',
-      responses: { 200: { description: 'OpenAPI 3.0.3 document (free-form JSON object)', contentType: 'application/json' } },
+      responses: {
+        200: { description: 'OpenAPI 3.0.3 document (free-form JSON object)', contentType: 'application/json' },
+      },
       handler: async (ctx) => {
         sendCompressible(ctx, serializedFor('admin'), 'application/json; charset=utf-8');
       },
     }),
   ];
 }
-

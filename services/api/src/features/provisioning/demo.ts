@@ -30,12 +30,46 @@ const HOUR_MS = 3_600_000;
 
 /** Operators of the demo yard: OP-001 … OP-040 (two shifts of 20 machines). */
 const OPERATOR_NAMES = [
-  'Ana Costa', 'Ben Okafor', 'Chen Wei', 'Dora Nagy', 'Eli Haddad', 'Femke de Vries', 'Goran Petrović', 'Hana Sato',
-  'Ivan Morales', 'Jana Novak', 'Kofi Mensah', 'Lena Schmidt', 'Mateo Rossi', 'Nadia Benali', 'Oskar Lind', 'Priya Nair',
-  'Quentin Dubois', 'Rosa Álvarez', 'Sami Virtanen', 'Tomás Ferreira', 'Ugo Bianchi', 'Vera Kowalski', 'Wim Janssens',
-  'Xenia Popescu', 'Yusuf Demir', 'Zofia Wójcik', 'Arjun Mehta', 'Bram Visser', 'Carla Mendes', 'Dmitri Volkov',
-  'Emma Lindqvist', 'Farid Rahimi', 'Greta Hansen', 'Hugo Lefèvre', 'Ines Duarte', 'Jonas Berg', 'Keiko Tanaka',
-  'Luis Ortega', 'Maya Cohen', 'Nils Eriksen',
+  'Ana Costa',
+  'Ben Okafor',
+  'Chen Wei',
+  'Dora Nagy',
+  'Eli Haddad',
+  'Femke de Vries',
+  'Goran Petrović',
+  'Hana Sato',
+  'Ivan Morales',
+  'Jana Novak',
+  'Kofi Mensah',
+  'Lena Schmidt',
+  'Mateo Rossi',
+  'Nadia Benali',
+  'Oskar Lind',
+  'Priya Nair',
+  'Quentin Dubois',
+  'Rosa Álvarez',
+  'Sami Virtanen',
+  'Tomás Ferreira',
+  'Ugo Bianchi',
+  'Vera Kowalski',
+  'Wim Janssens',
+  'Xenia Popescu',
+  'Yusuf Demir',
+  'Zofia Wójcik',
+  'Arjun Mehta',
+  'Bram Visser',
+  'Carla Mendes',
+  'Dmitri Volkov',
+  'Emma Lindqvist',
+  'Farid Rahimi',
+  'Greta Hansen',
+  'Hugo Lefèvre',
+  'Ines Duarte',
+  'Jonas Berg',
+  'Keiko Tanaka',
+  'Luis Ortega',
+  'Maya Cohen',
+  'Nils Eriksen',
 ] as const;
 
 /** A rectangle [lon, lat] ring around a centre, sizes in degrees. */
@@ -56,16 +90,31 @@ function rectangle(lat: number, lon: number, halfLat: number, halfLon: number): 
  * devices, 40 operators, geofences, templates, a few months of inspections and reports,
  * and a dozen service requests of the past weeks in every state.
  */
-export async function provisionDemo(deps: ProvisioningDeps, options: { deviceCount?: number } = {}): Promise<DemoResult> {
+export async function provisionDemo(
+  deps: ProvisioningDeps,
+  options: { deviceCount?: number } = {},
+): Promise<DemoResult> {
   const deviceCount = options.deviceCount ?? 20;
   const tenant = await provisioning.createTenant(deps, { name: DEMO_TENANT_NAME });
   const tenantKey = await provisioning.createApiKey(deps, tenant.id, { name: 'Demo tenant key' });
-  const customerKey = await provisioning.createApiKey(deps, tenant.id, { name: 'Demo customer key', customerName: CUSTOMERS[0] });
+  const customerKey = await provisioning.createApiKey(deps, tenant.id, {
+    name: 'Demo customer key',
+    customerName: CUSTOMERS[0],
+  });
 
   const types = [
-    await provisioning.createAssetType(deps, tenant.id, { name: 'Straddle carrier', description: 'Container straddle carrier' }),
-    await provisioning.createAssetType(deps, tenant.id, { name: 'Reach stacker', description: 'Container reach stacker' }),
-    await provisioning.createAssetType(deps, tenant.id, { name: 'Forklift', description: 'Forklift with container spreader' }),
+    await provisioning.createAssetType(deps, tenant.id, {
+      name: 'Straddle carrier',
+      description: 'Container straddle carrier',
+    }),
+    await provisioning.createAssetType(deps, tenant.id, {
+      name: 'Reach stacker',
+      description: 'Container reach stacker',
+    }),
+    await provisioning.createAssetType(deps, tenant.id, {
+      name: 'Forklift',
+      description: 'Forklift with container spreader',
+    }),
   ];
   const template = await provisioning.createTemplate(deps, tenant.id, {
     name: 'Daily pre-shift check',
@@ -122,7 +171,10 @@ export async function provisionDemo(deps: ProvisioningDeps, options: { deviceCou
 
   const operators: string[] = [];
   for (const [index, operatorName] of OPERATOR_NAMES.entries()) {
-    const operator = await provisioning.createOperator(deps, tenant.id, { identifier: `OP-${String(index + 1).padStart(3, '0')}`, operatorName });
+    const operator = await provisioning.createOperator(deps, tenant.id, {
+      identifier: `OP-${String(index + 1).padStart(3, '0')}`,
+      operatorName,
+    });
     operators.push(operator.identifier);
   }
   await provisioning.createGeofence(deps, tenant.id, {
@@ -133,13 +185,22 @@ export async function provisionDemo(deps: ProvisioningDeps, options: { deviceCou
   await provisioning.createGeofence(deps, tenant.id, {
     name: 'Quay crane exclusion zone',
     type: 'forbidden',
-    geometry: { type: 'Polygon', coordinates: rectangle(YARD.latitude + 0.003, YARD.longitude + 0.004, 0.0006, 0.001) as never },
+    geometry: {
+      type: 'Polygon',
+      coordinates: rectangle(YARD.latitude + 0.003, YARD.longitude + 0.004, 0.0006, 0.001) as never,
+    },
   });
 
   const requests = await createDemoServiceRequests(
     deps,
     { tenantId: tenant.id, customerName: null, keyId: tenantKey.id, keyName: tenantKey.name, source: 'external' },
-    { tenantId: tenant.id, customerName: CUSTOMERS[0], keyId: customerKey.id, keyName: customerKey.name, source: 'customer' },
+    {
+      tenantId: tenant.id,
+      customerName: CUSTOMERS[0],
+      keyId: customerKey.id,
+      keyName: customerKey.name,
+      source: 'customer',
+    },
     devices,
   );
 
@@ -158,7 +219,10 @@ export async function provisionDemo(deps: ProvisioningDeps, options: { deviceCou
 
 // Service requests ------------------------------------------------------------------
 
-type DemoStep = { afterHours: number } & ({ update: ServiceRequestUpdateRequest } | { cancel: string; duplicateOf?: number });
+type DemoStep = { afterHours: number } & (
+  | { update: ServiceRequestUpdateRequest }
+  | { cancel: string; duplicateOf?: number }
+);
 
 interface DemoServiceRequest {
   /** Created this many hours ago. */
@@ -174,7 +238,11 @@ interface DemoServiceRequest {
   steps?: DemoStep[];
 }
 
-const resolved = (resolution: string): ServiceRequestUpdateRequest => ({ status: 'resolved', resolution, resolutionReviewed: true });
+const resolved = (resolution: string): ServiceRequestUpdateRequest => ({
+  status: 'resolved',
+  resolution,
+  resolutionReviewed: true,
+});
 
 /**
  * A dozen requests over the past five weeks, on machines of both customers, in every
@@ -197,7 +265,10 @@ const DEMO_SERVICE_REQUESTS: DemoServiceRequest[] = [
     steps: [
       { afterHours: 2, update: { status: 'triaged', comment: 'Assigned to the hydraulics crew.' } },
       { afterHours: 26, update: { status: 'in_progress' } },
-      { afterHours: 50, update: resolved('Replaced the twistlock cylinder seal kit; pressure test at 180 bar passed.') },
+      {
+        afterHours: 50,
+        update: resolved('Replaced the twistlock cylinder seal kit; pressure test at 180 bar passed.'),
+      },
       { afterHours: 98, update: { status: 'closed', resolutionReviewed: true } },
     ],
   },
@@ -205,17 +276,31 @@ const DEMO_SERVICE_REQUESTS: DemoServiceRequest[] = [
     ageHours: 33 * 24 + 21,
     machine: 0,
     byCustomer: true,
-    create: { title: 'Oil under straddle carrier SC01 at the quay', category: 'defect', priority: 'high', reportedByName: 'Northbay quay supervisor' },
+    create: {
+      title: 'Oil under straddle carrier SC01 at the quay',
+      category: 'defect',
+      priority: 'high',
+      reportedByName: 'Northbay quay supervisor',
+    },
     steps: [{ afterHours: 3, cancel: 'Duplicate: the leak is already reported and being repaired.', duplicateOf: 0 }],
   },
   {
     ageHours: 27 * 24,
     machine: 1,
-    create: { title: 'Rear camera image flickers', description: 'The reversing camera drops out over bumps.', category: 'defect', priority: 'normal', reportedByName: 'Ben Okafor' },
+    create: {
+      title: 'Rear camera image flickers',
+      description: 'The reversing camera drops out over bumps.',
+      category: 'defect',
+      priority: 'normal',
+      reportedByName: 'Ben Okafor',
+    },
     steps: [
       { afterHours: 3, update: { status: 'triaged' } },
       { afterHours: 48, update: { status: 'in_progress' } },
-      { afterHours: 72, update: resolved('Loose connector in the camera harness re-crimped and secured with a strain relief.') },
+      {
+        afterHours: 72,
+        update: resolved('Loose connector in the camera harness re-crimped and secured with a strain relief.'),
+      },
     ],
   },
   {
@@ -231,22 +316,45 @@ const DEMO_SERVICE_REQUESTS: DemoServiceRequest[] = [
     steps: [
       { afterHours: 1, update: { status: 'triaged' } },
       { afterHours: 240, update: { status: 'in_progress', comment: 'Examiner booked.' } },
-      { afterHours: 360, update: { status: 'closed', resolution: 'Thorough examination passed; certificate filed with the asset record.', resolutionReviewed: true } },
+      {
+        afterHours: 360,
+        update: {
+          status: 'closed',
+          resolution: 'Thorough examination passed; certificate filed with the asset record.',
+          resolutionReviewed: true,
+        },
+      },
     ],
   },
   {
     ageHours: 20 * 24,
     machine: 3,
-    create: { title: 'Cab air conditioning not cooling', category: 'maintenance_request', priority: 'low', reportedByName: 'Dora Nagy' },
+    create: {
+      title: 'Cab air conditioning not cooling',
+      category: 'maintenance_request',
+      priority: 'low',
+      reportedByName: 'Dora Nagy',
+    },
     steps: [
       { afterHours: 4, update: { status: 'triaged' } },
-      { afterHours: 28, update: { status: 'waiting_customer', comment: 'Waiting for Harbour Logistics to release the machine for half a day.' } },
+      {
+        afterHours: 28,
+        update: {
+          status: 'waiting_customer',
+          comment: 'Waiting for Harbour Logistics to release the machine for half a day.',
+        },
+      },
     ],
   },
   {
     ageHours: 14 * 24,
     machine: 4,
-    create: { title: 'Oil spill in block C, lane 4', category: 'cleaning', priority: 'urgent', location: 'Block C, lane 4' },
+    create: {
+      title: 'Oil spill in block C, lane 4',
+      category: 'cleaning',
+      priority: 'urgent',
+      location: 'Block C, lane 4',
+    },
     steps: [
       { afterHours: 0.3, update: { status: 'in_progress' } },
       { afterHours: 3, update: resolved('Spill absorbed and disposed of; lane cleaned and reopened.') },
@@ -256,7 +364,12 @@ const DEMO_SERVICE_REQUESTS: DemoServiceRequest[] = [
   {
     ageHours: 9 * 24,
     machine: 5,
-    create: { title: 'Seat belt buckle does not latch', category: 'safety', priority: 'urgent', reportedByName: 'Femke de Vries' },
+    create: {
+      title: 'Seat belt buckle does not latch',
+      category: 'safety',
+      priority: 'urgent',
+      reportedByName: 'Femke de Vries',
+    },
     steps: [
       { afterHours: 0.5, update: { status: 'triaged' } },
       { afterHours: 2, update: { status: 'in_progress' } },
@@ -269,8 +382,18 @@ const DEMO_SERVICE_REQUESTS: DemoServiceRequest[] = [
     ageHours: 6 * 24,
     machine: null,
     byCustomer: true,
-    create: { title: 'Gate 3 badge reader rejects operator cards', category: 'access', priority: 'normal', location: 'Gate 3' },
-    steps: [{ afterHours: 24, update: { status: 'triaged', comment: 'Card reader firmware update requested from the vendor.' } }],
+    create: {
+      title: 'Gate 3 badge reader rejects operator cards',
+      category: 'access',
+      priority: 'normal',
+      location: 'Gate 3',
+    },
+    steps: [
+      {
+        afterHours: 24,
+        update: { status: 'triaged', comment: 'Card reader firmware update requested from the vendor.' },
+      },
+    ],
   },
   {
     ageHours: 3 * 24,
@@ -279,13 +402,21 @@ const DEMO_SERVICE_REQUESTS: DemoServiceRequest[] = [
     dueInDays: 7,
     steps: [
       { afterHours: 5, update: { status: 'triaged' } },
-      { afterHours: 22, update: { status: 'in_progress', comment: 'Tyre ordered; fitting planned for the night shift.' } },
+      {
+        afterHours: 22,
+        update: { status: 'in_progress', comment: 'Tyre ordered; fitting planned for the night shift.' },
+      },
     ],
   },
   {
     ageHours: 20,
     machine: 7,
-    create: { title: 'Spreader telescoping slow in 40 ft position', category: 'defect', priority: 'normal', reportedByName: 'Goran Petrović' },
+    create: {
+      title: 'Spreader telescoping slow in 40 ft position',
+      category: 'defect',
+      priority: 'normal',
+      reportedByName: 'Goran Petrović',
+    },
   },
   {
     ageHours: 9,
@@ -361,18 +492,26 @@ async function createDemoServiceRequests(
   customerActor: serviceRequests.Actor,
   machines: DemoResult['devices'],
 ): Promise<string[]> {
-  const requestDeps: serviceRequests.ServiceRequestDeps = { pool: deps.pool, outbox: deps.outbox, storage: noFileStorage, logger: silentLogger() };
+  const requestDeps: serviceRequests.ServiceRequestDeps = {
+    pool: deps.pool,
+    outbox: deps.outbox,
+    storage: noFileStorage,
+    logger: silentLogger(),
+  };
   const now = Date.now();
   const created: Array<{ id: string; displayCode: string }> = [];
   for (const spec of DEMO_SERVICE_REQUESTS) {
     const machine = spec.machine === null || machines.length === 0 ? null : machines[spec.machine % machines.length]!;
-    const byCustomer = spec.byCustomer === true && (machine === null || machine.customerName === customerActor.customerName);
+    const byCustomer =
+      spec.byCustomer === true && (machine === null || machine.customerName === customerActor.customerName);
     const actor = byCustomer ? customerActor : tenantActor;
     const createdAt = now - spec.ageHours * HOUR_MS;
     const input: ServiceRequestCreateRequest = {
       ...spec.create,
       ...(machine ? { assetId: machine.assetId } : {}),
-      ...(spec.dueInDays === undefined ? {} : { dueAt: new Date(createdAt + spec.dueInDays * DAY_MS).toISOString().slice(0, 10) }),
+      ...(spec.dueInDays === undefined
+        ? {}
+        : { dueAt: new Date(createdAt + spec.dueInDays * DAY_MS).toISOString().slice(0, 10) }),
     };
     let startedAt = await databaseClock(deps.pool);
     const request = await serviceRequests.createServiceRequest(requestDeps, actor, input);
@@ -386,7 +525,10 @@ async function createDemoServiceRequests(
         await serviceRequests.updateServiceRequest(requestDeps, actor, request.id, step.update);
       } else {
         const duplicate = step.duplicateOf === undefined ? undefined : created[step.duplicateOf]?.displayCode;
-        await serviceRequests.cancelServiceRequest(requestDeps, actor, request.id, { reason: step.cancel, ...(duplicate ? { duplicateOf: duplicate } : {}) });
+        await serviceRequests.cancelServiceRequest(requestDeps, actor, request.id, {
+          reason: step.cancel,
+          ...(duplicate ? { duplicateOf: duplicate } : {}),
+        });
       }
       await moveStepTo(deps.pool, request.id, startedAt, at);
     }

@@ -3,7 +3,9 @@ import { GeoJSONGeometry, nullableDateTime } from '../../http/common-schemas.ts'
 
 // What the admin API answers: the created objects, named as in the external API.
 
-export const AdminTenant = z.object({ id: z.uuid(), name: z.string(), createdAt: nullableDateTime }).meta({ id: 'AdminTenant' });
+export const AdminTenant = z
+  .object({ id: z.uuid(), name: z.string(), createdAt: nullableDateTime })
+  .meta({ id: 'AdminTenant' });
 
 export const AdminApiKey = z
   .object({
@@ -138,4 +140,3 @@ export const AdminGeofence = z
   .meta({ id: 'AdminGeofence' });
 
 export const AdminDeleted = z.object({ id: z.uuid(), deleted: z.boolean() });
-

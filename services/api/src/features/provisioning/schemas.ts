@@ -37,7 +37,9 @@ export const AssetCreate = z
     customerPhone: text(50).optional(),
     lifecycleStatus: requiredText(50).optional(),
     operationalStatus: requiredText(50).optional(),
-    status: requiredText(50).optional().meta({ description: 'The external API name of operationalStatus (used when operationalStatus is absent)' }),
+    status: requiredText(50)
+      .optional()
+      .meta({ description: 'The external API name of operationalStatus (used when operationalStatus is absent)' }),
     externalRef: text(200).optional(),
   })
   .meta({ id: 'AdminAssetCreate' });

@@ -60,7 +60,9 @@ export async function createTenant(deps: ProvisioningDeps, input: TenantCreate) 
 }
 
 export async function listTenants(deps: ProvisioningDeps) {
-  const { rows } = await deps.pool.query(`/* admin:listTenants */ SELECT id, name, created_at FROM tenants ORDER BY created_at, id`);
+  const { rows } = await deps.pool.query(
+    `/* admin:listTenants */ SELECT id, name, created_at FROM tenants ORDER BY created_at, id`,
+  );
   return rows.map(toTenant);
 }
 
@@ -183,13 +185,27 @@ export function toReportingAsset(row: Row) {
 
 async function resolveAssetTypeId(db: Queryable, tenantId: string, input: AssetCreate): Promise<string | null> {
   if (input.assetTypeId) {
-    const { rowCount } = await db.query('SELECT 1 FROM asset_types WHERE tenant_id = $1 AND id = $2', [tenantId, input.assetTypeId]);
-    if (rowCount === 0) throw new ValidationError(`invalid body field assetTypeId: no asset type ${input.assetTypeId} in this tenant`, 'invalid_body');
+    const { rowCount } = await db.query('SELECT 1 FROM asset_types WHERE tenant_id = $1 AND id = $2', [
+      tenantId,
+      input.assetTypeId,
+    ]);
+    if (rowCount === 0)
+      throw new ValidationError(
+        `invalid body field assetTypeId: no asset type ${input.assetTypeId} in this tenant`,
+        'invalid_body',
+      );
     return input.assetTypeId;
   }
   if (input.assetType) {
-    const { rows } = await db.query<{ id: string }>('SELECT id FROM asset_types WHERE tenant_id = $1 AND name = $2', [tenantId, input.assetType]);
-    if (!rows[0]) throw new ValidationError(`invalid body field assetType: no asset type named "${input.assetType}" in this tenant`, 'invalid_body');
+    const { rows } = await db.query<{ id: string }>('SELECT id FROM asset_types WHERE tenant_id = $1 AND name = $2', [
+      tenantId,
+      input.assetType,
+    ]);
+    if (!rows[0])
+      throw new ValidationError(
+        `invalid body field assetType: no asset type named "${input.assetType}" in this tenant`,
+        'invalid_body',
+      );
     return rows[0].id;
   }
   return null;
@@ -225,7 +241,8 @@ export async function createAsset(deps: ProvisioningDeps, tenantId: string, inpu
       );
       id = (rows[0] as { id: string }).id;
     } catch (error) {
-      if (uniqueViolation(error)) throw new ConflictError(`an asset with identifier "${input.identifier}" already exists`, 'duplicate');
+      if (uniqueViolation(error))
+        throw new ConflictError(`an asset with identifier "${input.identifier}" already exists`, 'duplicate');
       throw error;
     }
     return readAsset(client, tenantId, id);
@@ -263,7 +280,10 @@ export async function createTemplate(deps: ProvisioningDeps, tenantId: string, i
       [tenantId, typeIds],
     );
     if ((rows[0]?.count ?? 0) !== new Set(typeIds).size) {
-      throw new ValidationError('invalid body field assetTypeIds: every id must be an asset type of this tenant', 'invalid_body');
+      throw new ValidationError(
+        'invalid body field assetTypeIds: every id must be an asset type of this tenant',
+        'invalid_body',
+      );
     }
   }
   const { rows } = await deps.pool.query(
@@ -283,7 +303,8 @@ async function assetForWrite(db: Queryable, tenantId: string, assetId: string) {
     'SELECT id, name, identifier, customer_name FROM assets WHERE tenant_id = $1 AND id = $2',
     [tenantId, assetId],
   );
-  if (!rows[0]) throw new ValidationError(`invalid body field assetId: no asset ${assetId} in this tenant`, 'invalid_body');
+  if (!rows[0])
+    throw new ValidationError(`invalid body field assetId: no asset ${assetId} in this tenant`, 'invalid_body');
   return rows[0];
 }
 
@@ -309,8 +330,15 @@ export async function createInspection(deps: ProvisioningDeps, tenantId: string,
   return withTransaction(deps.pool, async (client) => {
     const asset = await assetForWrite(client, tenantId, input.assetId);
     if (input.templateId) {
-      const { rowCount } = await client.query('SELECT 1 FROM templates WHERE tenant_id = $1 AND id = $2', [tenantId, input.templateId]);
-      if (rowCount === 0) throw new ValidationError(`invalid body field templateId: no template ${input.templateId} in this tenant`, 'invalid_body');
+      const { rowCount } = await client.query('SELECT 1 FROM templates WHERE tenant_id = $1 AND id = $2', [
+        tenantId,
+        input.templateId,
+      ]);
+      if (rowCount === 0)
+        throw new ValidationError(
+          `invalid body field templateId: no template ${input.templateId} in this tenant`,
+          'invalid_body',
+        );
     }
     const status = input.status ?? 'completed';
     const completedAt = input.completedAt ?? (status === 'completed' ? new Date().toISOString() : null);
@@ -380,14 +408,24 @@ export function toReport(row: Row) {
 export async function createReport(deps: ProvisioningDeps, tenantId: string, input: ReportCreate) {
   await assertTenant(deps.pool, tenantId);
   return withTransaction(deps.pool, async (client) => {
-    const { rows: inspections } = await client.query<{ id: string; asset_id: string; template_id: string | null; customer_name: string; asset_name: string }>(
+    const { rows: inspections } = await client.query<{
+      id: string;
+      asset_id: string;
+      template_id: string | null;
+      customer_name: string;
+      asset_name: string;
+    }>(
       `SELECT i.id, i.asset_id, i.template_id, a.customer_name, a.name AS asset_name
          FROM inspections i JOIN assets a ON a.id = i.asset_id
         WHERE i.tenant_id = $1 AND i.id = $2`,
       [tenantId, input.inspectionId],
     );
     const inspection = inspections[0];
-    if (!inspection) throw new ValidationError(`invalid body field inspectionId: no inspection ${input.inspectionId} in this tenant`, 'invalid_body');
+    if (!inspection)
+      throw new ValidationError(
+        `invalid body field inspectionId: no inspection ${input.inspectionId} in this tenant`,
+        'invalid_body',
+      );
     const outcome = input.outcome ?? 'completed';
     const { rows } = await client.query(
       `/* admin:createReport */
@@ -460,7 +498,8 @@ export async function createDevice(deps: ProvisioningDeps, tenantId: string, inp
     );
     return toDevice(rows[0] as Row);
   } catch (error) {
-    if (uniqueViolation(error)) throw new ConflictError(`device id "${input.deviceId}" is already registered`, 'duplicate');
+    if (uniqueViolation(error))
+      throw new ConflictError(`device id "${input.deviceId}" is already registered`, 'duplicate');
     throw error;
   }
 }
@@ -526,7 +565,14 @@ export async function createGeofence(deps: ProvisioningDeps, tenantId: string, i
     `/* admin:createGeofence */
      INSERT INTO geofences (tenant_id, name, type, enabled, geometry, bbox)
      VALUES ($1, $2, $3, coalesce($4, true), $5, $6) RETURNING *`,
-    [tenantId, input.name, input.type, input.enabled ?? null, JSON.stringify(input.geometry), geometryBbox(input.geometry)],
+    [
+      tenantId,
+      input.name,
+      input.type,
+      input.enabled ?? null,
+      JSON.stringify(input.geometry),
+      geometryBbox(input.geometry),
+    ],
   );
   return toGeofence(rows[0] as Row);
 }
@@ -557,8 +603,10 @@ export async function updateGeofence(deps: ProvisioningDeps, tenantId: string, i
 }
 
 export async function deleteGeofence(deps: ProvisioningDeps, tenantId: string, id: string) {
-  const { rowCount } = await deps.pool.query(`/* admin:deleteGeofence */ DELETE FROM geofences WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+  const { rowCount } = await deps.pool.query(
+    `/* admin:deleteGeofence */ DELETE FROM geofences WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, id],
+  );
   if (rowCount === 0) throw new NotFoundError(`geofence ${id} not found`);
   return { id, deleted: true };
 }
-

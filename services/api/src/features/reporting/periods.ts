@@ -39,7 +39,9 @@ function floorMonth(date: Date): Date {
 
 function ceilMonth(date: Date): Date {
   const floor = floorMonth(date);
-  return floor.getTime() === date.getTime() ? floor : new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1));
+  return floor.getTime() === date.getTime()
+    ? floor
+    : new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1));
 }
 
 export function dayString(date: Date): string {
@@ -49,7 +51,10 @@ export function dayString(date: Date): string {
 const before = (a: Date, b: Date) => a.getTime() < b.getTime();
 
 /** The whole-day part of [from, to) and the partial days around it. */
-export function splitDays(from: Date | null, to: Date | null): { days: { from: Date | null; to: Date | null } | null; live: Window[] } {
+export function splitDays(
+  from: Date | null,
+  to: Date | null,
+): { days: { from: Date | null; to: Date | null } | null; live: Window[] } {
   const dayFrom = from === null ? null : ceilDay(from);
   const dayTo = to === null ? null : floorDay(to);
   if (dayFrom !== null && dayTo !== null && !before(dayFrom, dayTo)) return { days: null, live: [{ from, to }] };
@@ -65,12 +70,16 @@ export function splitRange(from: Date | null, to: Date | null): SplitRange {
   if (days === null) return { months: null, days: [], live };
   const monthFrom = days.from === null ? null : ceilMonth(days.from);
   const monthTo = days.to === null ? null : floorMonth(days.to);
-  const span = (a: Date | null, b: Date | null): PeriodSpan => ({ from: a === null ? null : dayString(a), to: b === null ? null : dayString(b) });
+  const span = (a: Date | null, b: Date | null): PeriodSpan => ({
+    from: a === null ? null : dayString(a),
+    to: b === null ? null : dayString(b),
+  });
   if (monthFrom !== null && monthTo !== null && !before(monthFrom, monthTo)) {
     return { months: null, days: [span(days.from, days.to)], live };
   }
   const daySpans: PeriodSpan[] = [];
-  if (days.from !== null && monthFrom !== null && before(days.from, monthFrom)) daySpans.push(span(days.from, monthFrom));
+  if (days.from !== null && monthFrom !== null && before(days.from, monthFrom))
+    daySpans.push(span(days.from, monthFrom));
   if (days.to !== null && monthTo !== null && before(monthTo, days.to)) daySpans.push(span(monthTo, days.to));
   return { months: span(monthFrom, monthTo), days: daySpans, live };
 }

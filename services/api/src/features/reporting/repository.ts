@@ -2,12 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import { splitRange, type PeriodSpan, type SplitRange, type Window } from './periods.ts';
-import type {
-  ReportingAsset,
-  ReportingInspection,
-  ReportingRecentReport,
-  ReportingReport,
-} from './schemas.ts';
+import type { ReportingAsset, ReportingInspection, ReportingRecentReport, ReportingReport } from './schemas.ts';
 
 // Reporting reads. Every query is scoped by tenant and, when `customerName` is set, by
 // exact customer name; callers never pass a wider scope than the key allows.
@@ -94,7 +89,11 @@ export function toMediaCounters(media: unknown): { total: number } & Record<stri
   if (media !== null && typeof media === 'object' && !Array.isArray(media)) {
     for (const [kind, value] of Object.entries(media as Record<string, unknown>)) {
       if (kind === 'total') continue;
-      const count = Array.isArray(value) ? value.length : typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.trunc(value)) : null;
+      const count = Array.isArray(value)
+        ? value.length
+        : typeof value === 'number' && Number.isFinite(value)
+          ? Math.max(0, Math.trunc(value))
+          : null;
       if (count === null) continue;
       counters[kind] = count;
       total += count;
@@ -185,14 +184,20 @@ function matchingAssetIds(params: Params, tenant: string, pattern: string): stri
           UNION SELECT d.asset_id FROM devices d WHERE d.tenant_id = ${tenant} AND lower(d.device_id) LIKE ${like} AND d.asset_id IS NOT NULL`;
 }
 
-export async function listAssets(db: Queryable, scope: ReportingScope, filters: AssetFilters): Promise<ReportingAsset[]> {
+export async function listAssets(
+  db: Queryable,
+  scope: ReportingScope,
+  filters: AssetFilters,
+): Promise<ReportingAsset[]> {
   const params = new Params();
   const tenant = params.add(scope.tenantId, 'uuid');
   const where = [`a.tenant_id = ${tenant}`];
   if (scope.customerName !== null) where.push(`a.customer_name = ${params.add(scope.customerName, 'text')}`);
   if (filters.status !== undefined) where.push(`a.operational_status = ${params.add(filters.status, 'text')}`);
   if (filters.assetType !== undefined) {
-    where.push(`a.asset_type_id = (SELECT id FROM asset_types WHERE tenant_id = ${tenant} AND name = ${params.add(filters.assetType, 'text')})`);
+    where.push(
+      `a.asset_type_id = (SELECT id FROM asset_types WHERE tenant_id = ${tenant} AND name = ${params.add(filters.assetType, 'text')})`,
+    );
   }
   if (filters.q !== undefined) where.push(`a.id IN (${matchingAssetIds(params, tenant, containsPattern(filters.q))})`);
   const limit = params.add(filters.limit, 'integer');
@@ -364,7 +369,8 @@ function daySkip(
   const split = splitRange(options.range.from, options.range.to);
   const rollupWhere = [`tenant_id = ${options.tenant}`, rollupScope(params, options.scope)];
   const rowWhere = [`x.tenant_id = ${options.tenant}`];
-  if (options.scope.customerName !== null) rowWhere.push(`x.customer_name = ${params.add(options.scope.customerName, 'text')}`);
+  if (options.scope.customerName !== null)
+    rowWhere.push(`x.customer_name = ${params.add(options.scope.customerName, 'text')}`);
   for (const [column, value] of options.rollupFilters) {
     if (value === undefined) continue;
     const bound = params.add(value, 'text');
@@ -420,7 +426,9 @@ export async function listInspections(
   const limit = params.add(page.limit, 'integer');
   let offset = params.add(page.offset, 'bigint');
   let ctes = '';
-  const countable = [filters.assetId, filters.outcome, filters.impact, filters.q, filters.assetType].every((value) => value === undefined);
+  const countable = [filters.assetId, filters.outcome, filters.impact, filters.q, filters.assetType].every(
+    (value) => value === undefined,
+  );
   if (countable && page.offset >= DAY_SKIP_FROM_OFFSET) {
     const skip = daySkip(params, {
       scope,
@@ -451,7 +459,11 @@ export async function listInspections(
   return rows.map(toReportingInspection);
 }
 
-export async function findInspection(db: Queryable, scope: ReportingScope, id: string): Promise<ReportingInspection | null> {
+export async function findInspection(
+  db: Queryable,
+  scope: ReportingScope,
+  id: string,
+): Promise<ReportingInspection | null> {
   const { rows } = await db.query(
     `/* api:getReportingInspection */
      SELECT ${inspectionColumns} FROM inspections i ${inspectionJoins}
@@ -502,7 +514,9 @@ export async function listReports(
   const limit = params.add(page.limit, 'integer');
   let offset = params.add(page.offset, 'bigint');
   let ctes = '';
-  const countable = [filters.status, filters.assetId, filters.q, filters.assetType].every((value) => value === undefined);
+  const countable = [filters.status, filters.assetId, filters.q, filters.assetType].every(
+    (value) => value === undefined,
+  );
   if (countable && page.offset >= DAY_SKIP_FROM_OFFSET) {
     const skip = daySkip(params, {
       scope,
@@ -581,7 +595,11 @@ export const exportColumns = [
  * without report is one row with empty report columns), oldest first so pages stay put
  * while new inspections arrive.
  */
-export function exportStatement(scope: ReportingScope, filters: RecordFilters, empty: boolean): { text: string; values: unknown[] } {
+export function exportStatement(
+  scope: ReportingScope,
+  filters: RecordFilters,
+  empty: boolean,
+): { text: string; values: unknown[] } {
   const params = new Params();
   const where = inspectionConditions(params, scope, filters);
   // A customer key asking for another customer's name exports the header row only.
@@ -650,7 +668,9 @@ export interface OverviewFacts {
 }
 
 function rollupScope(params: Params, scope: ReportingScope): string {
-  return scope.customerName === null ? 'customer_name IS NULL' : `customer_name = ${params.add(scope.customerName, 'text')}`;
+  return scope.customerName === null
+    ? 'customer_name IS NULL'
+    : `customer_name = ${params.add(scope.customerName, 'text')}`;
 }
 
 function liveWindows(params: Params, column: string, windows: Window[]): string {

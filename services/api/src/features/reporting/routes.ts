@@ -46,7 +46,9 @@ export function reportingRoutes(deps: AppDeps): RouteSpec[] {
       base: 'external',
       path: deprecated ? '/assets' : '/reporting/assets',
       operationId: deprecated ? 'listAssetsDeprecated' : 'listReportingAssets',
-      summary: deprecated ? 'Assets (deprecated alias of /reporting/assets)' : 'Assets with their inspection and report figures',
+      summary: deprecated
+        ? 'Assets (deprecated alias of /reporting/assets)'
+        : 'Assets with their inspection and report figures',
       description:
         'q searches name, identifier, display code, external reference and telemetry device id. Sorted by name.' +
         (deprecated ? ' Deprecated: use /reporting/assets (Deprecation and Link headers say so).' : ''),
@@ -62,7 +64,10 @@ export function reportingRoutes(deps: AppDeps): RouteSpec[] {
           ...(deprecated
             ? {
                 headers: {
-                  Deprecation: { description: 'RFC 9745: deprecated since the date given as @epoch-seconds', schema: { type: 'string' } },
+                  Deprecation: {
+                    description: 'RFC 9745: deprecated since the date given as @epoch-seconds',
+                    schema: { type: 'string' },
+                  },
                   Link: { description: `<${SUCCESSOR}>; rel="successor-version"`, schema: { type: 'string' } },
                 },
               }
@@ -156,7 +161,8 @@ export function reportingRoutes(deps: AppDeps): RouteSpec[] {
       path: '/reporting/asset-types',
       operationId: 'listReportingAssetTypes',
       summary: 'Asset types with the number of assets the key may see',
-      description: 'Customer-scoped keys (and a tenant key narrowed by customerName) see only types of their visible assets. q searches name and description.',
+      description:
+        'Customer-scoped keys (and a tenant key narrowed by customerName) see only types of their visible assets. q searches name and description.',
       tags,
       auth: 'apiKey',
       request: { query: AssetTypeListQuery },

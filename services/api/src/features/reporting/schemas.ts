@@ -27,7 +27,9 @@ const textFilter = (description: string, max = 200) =>
     .optional()
     .meta({ description });
 
-const q = textFilter('Case-insensitive search; see each endpoint for the fields searched (3+ characters use the trigram indexes)');
+const q = textFilter(
+  'Case-insensitive search; see each endpoint for the fields searched (3+ characters use the trigram indexes)',
+);
 const status = textFilter('Exact status', 100);
 const customerName = textFilter('Exact customer name; narrows a tenant key, cannot widen a customer key');
 const assetType = textFilter('Exact asset type name');
@@ -170,7 +172,9 @@ export const ReportingInspection = z
     status: z.string(),
     startedAt: nullableDateTime,
     completedAt: nullableDateTime,
-    occurredAt: nullableDateTime.meta({ description: 'completedAt, else startedAt, else createdAt: the time ranges use' }),
+    occurredAt: nullableDateTime.meta({
+      description: 'completedAt, else startedAt, else createdAt: the time ranges use',
+    }),
     createdAt: nullableDateTime,
     inspectorName: z.string(),
     operatorIdentifier: z.string(),
@@ -228,7 +232,10 @@ export type ReportingRecentReport = z.infer<typeof ReportingRecentReport>;
 
 export const ReportingMonthlyMetric = z
   .object({
-    month: z.string().regex(/^\d{4}-\d{2}$/).meta({ example: '2026-10' }),
+    month: z
+      .string()
+      .regex(/^\d{4}-\d{2}$/)
+      .meta({ example: '2026-10' }),
     inspections: z.number().int(),
     reports: z.number().int(),
     outOfService: z.number().int(),
@@ -252,7 +259,12 @@ export const breakdownKeys = [
 export type BreakdownKey = (typeof breakdownKeys)[number];
 
 export const ReportingBreakdowns = z
-  .object(Object.fromEntries(breakdownKeys.map((key) => [key, z.array(CountBreakdownItem)])) as Record<BreakdownKey, z.ZodArray<typeof CountBreakdownItem>>)
+  .object(
+    Object.fromEntries(breakdownKeys.map((key) => [key, z.array(CountBreakdownItem)])) as Record<
+      BreakdownKey,
+      z.ZodArray<typeof CountBreakdownItem>
+    >,
+  )
   .meta({ id: 'ReportingBreakdowns' });
 
 export const summaryCounters = [
@@ -277,8 +289,13 @@ export type SummaryCounter = (typeof summaryCounters)[number];
 
 export const ReportingSummary = z
   .object({
-    ...(Object.fromEntries(summaryCounters.map((key) => [key, z.number().int()])) as Record<SummaryCounter, z.ZodNumber>),
-    serviceCancellationRate: z.number().meta({ description: 'cancelledServiceRequests / serviceRequests × 100, 0 when none' }),
+    ...(Object.fromEntries(summaryCounters.map((key) => [key, z.number().int()])) as Record<
+      SummaryCounter,
+      z.ZodNumber
+    >),
+    serviceCancellationRate: z
+      .number()
+      .meta({ description: 'cancelledServiceRequests / serviceRequests × 100, 0 when none' }),
   })
   .meta({ id: 'ReportingSummary' });
 export type ReportingSummary = z.infer<typeof ReportingSummary>;

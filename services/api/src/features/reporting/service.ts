@@ -36,7 +36,11 @@ export function resolveScope(auth: ApiKeyAuth, requested: string | undefined): R
     };
   }
   const customerName = requested ?? null;
-  return { scope: { tenantId: auth.tenantId, customerName }, empty: false, echo: { customerName, customerScoped: false } };
+  return {
+    scope: { tenantId: auth.tenantId, customerName },
+    empty: false,
+    echo: { customerName, customerScoped: false },
+  };
 }
 
 /** The key's own scope, for reads by id (404 outside it). */
@@ -63,7 +67,10 @@ export async function getReport(db: Queryable, auth: ApiKeyAuth, id: string) {
 }
 
 /** Filters of the inspection and report lists and of the export; an absent bound is open. */
-export function recordFilters(query: Omit<RecordListQuery, 'limit' | 'offset'>): { filters: RecordFilters; range: { from: string | null; to: string | null } } {
+export function recordFilters(query: Omit<RecordListQuery, 'limit' | 'offset'>): {
+  filters: RecordFilters;
+  range: { from: string | null; to: string | null };
+} {
   const range = resolveOptionalRange(query);
   return {
     filters: {
@@ -100,9 +107,18 @@ function monthOf(date: Date): string {
 }
 
 /** The months the monthly series lists (see docs/reporting.md, "monthly"). */
-export function monthsToList(range: { from: Date | null; to: Date | null }, activity: { first: string | null; last: string | null }): string[] {
-  let first = range.from !== null ? monthIndex(monthOf(range.from)) : activity.first === null ? null : monthIndex(activity.first);
-  let last = range.to !== null ? monthIndex(monthOf(new Date(range.to.getTime() - 1))) : activity.last === null ? null : monthIndex(activity.last);
+export function monthsToList(
+  range: { from: Date | null; to: Date | null },
+  activity: { first: string | null; last: string | null },
+): string[] {
+  let first =
+    range.from !== null ? monthIndex(monthOf(range.from)) : activity.first === null ? null : monthIndex(activity.first);
+  let last =
+    range.to !== null
+      ? monthIndex(monthOf(new Date(range.to.getTime() - 1)))
+      : activity.last === null
+        ? null
+        : monthIndex(activity.last);
   if (first === null || last === null) return [];
   if (last - first + 1 > MONTHLY_FILL_LIMIT) {
     if (activity.first === null || activity.last === null) return [];
@@ -129,7 +145,10 @@ function toBreakdown(tally: Tally): Array<{ label: string; count: number }> {
 }
 
 function emptySummary(): ReportingSummary {
-  const summary = Object.fromEntries(summaryCounters.map((key) => [key, 0])) as Record<(typeof summaryCounters)[number], number>;
+  const summary = Object.fromEntries(summaryCounters.map((key) => [key, 0])) as Record<
+    (typeof summaryCounters)[number],
+    number
+  >;
   return { ...summary, serviceCancellationRate: 0 };
 }
 
@@ -156,17 +175,24 @@ export async function buildOverview(
       monthly: months.map((month) => ({ month, inspections: 0, reports: 0, outOfService: 0, rejected: 0 })),
       recentReports: [],
       recentServiceRequests: [],
-      breakdowns: Object.fromEntries(breakdownKeys.map((key) => [key, []])) as unknown as ReportingOverviewResponse['breakdowns'],
+      breakdowns: Object.fromEntries(
+        breakdownKeys.map((key) => [key, []]),
+      ) as unknown as ReportingOverviewResponse['breakdowns'],
       summary,
     };
   }
 
   const scope = resolved.scope;
   const [facts, recentRequests] = await Promise.all([
-    repository.overviewFacts(db, scope, { split: splitRange(range.from, range.to), window }, {
-      recentReports: RECENT_ITEMS,
-      activity: range.from === null || range.to === null,
-    }),
+    repository.overviewFacts(
+      db,
+      scope,
+      { split: splitRange(range.from, range.to), window },
+      {
+        recentReports: RECENT_ITEMS,
+        activity: range.from === null || range.to === null,
+      },
+    ),
     findRecentServiceRequests(db, scope, window, RECENT_ITEMS),
   ]);
   const { inspections, reports, assets, serviceRequests: requests, recentReports: recent, activity } = facts;
@@ -223,14 +249,18 @@ export async function buildOverview(
     if (fact.cancelReason !== null) bump(tallies.serviceRequestCancellationReason, fact.cancelReason, fact.count);
   }
   summary.serviceCancellationRate =
-    summary.serviceRequests === 0 ? 0 : Math.round((summary.cancelledServiceRequests / summary.serviceRequests) * 10_000) / 100;
+    summary.serviceRequests === 0
+      ? 0
+      : Math.round((summary.cancelledServiceRequests / summary.serviceRequests) * 10_000) / 100;
 
   return {
     ...base,
     monthly: [...monthly.values()].sort((a, b) => (a.month < b.month ? -1 : 1)),
     recentReports: recent,
     recentServiceRequests: recentRequests,
-    breakdowns: Object.fromEntries(breakdownKeys.map((key) => [key, toBreakdown(tallies[key])])) as unknown as ReportingOverviewResponse['breakdowns'],
+    breakdowns: Object.fromEntries(
+      breakdownKeys.map((key) => [key, toBreakdown(tallies[key])]),
+    ) as unknown as ReportingOverviewResponse['breakdowns'],
     summary,
   };
 }

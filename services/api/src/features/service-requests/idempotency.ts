@@ -48,19 +48,32 @@ export function idempotentRequest(
 ): IdempotentRequest | null {
   if (header === undefined || header === '') return null;
   if (!KEY_PATTERN.test(header)) {
-    throw new ValidationError('invalid header Idempotency-Key: 1–255 visible ASCII characters', 'invalid_idempotency_key');
+    throw new ValidationError(
+      'invalid header Idempotency-Key: 1–255 visible ASCII characters',
+      'invalid_idempotency_key',
+    );
   }
   const requestHash = createHash('sha256')
     .update(`${request.method.toUpperCase()} ${request.path}\n${canonicalJson(request.body ?? {})}`)
     .digest('hex');
-  return { apiKeyId: request.apiKeyId, key: header, method: request.method.toUpperCase(), path: request.path, requestHash };
+  return {
+    apiKeyId: request.apiKeyId,
+    key: header,
+    method: request.method.toUpperCase(),
+    path: request.path,
+    requestHash,
+  };
 }
 
 /**
  * Claims the key for this request, or tells what to do instead: replay the stored
  * answer, 422 when the key was used for a different request, 409 while it is in flight.
  */
-export async function claimIdempotencyKey(db: Queryable, request: IdempotentRequest, attempt = 1): Promise<IdempotencyClaim> {
+export async function claimIdempotencyKey(
+  db: Queryable,
+  request: IdempotentRequest,
+  attempt = 1,
+): Promise<IdempotencyClaim> {
   if (attempt === 1) {
     // Each claim clears a few expired keys (any API key's), so the table never needs a sweeper.
     await db.query(
@@ -84,7 +97,12 @@ export async function claimIdempotencyKey(db: Queryable, request: IdempotentRequ
   const token = claimed.rows[0]?.token;
   if (token) return { kind: 'claimed', request, token };
 
-  const { rows } = await db.query<{ request_hash: string; state: string; response_status: number | null; response_body: unknown }>(
+  const { rows } = await db.query<{
+    request_hash: string;
+    state: string;
+    response_status: number | null;
+    response_body: unknown;
+  }>(
     `/* api:readIdempotencyKey */
      SELECT request_hash, state, response_status, response_body FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2`,
     [request.apiKeyId, request.key],
@@ -92,7 +110,11 @@ export async function claimIdempotencyKey(db: Queryable, request: IdempotentRequ
   const existing = rows[0];
   // Gone between the two statements (its first request failed and released it): try again.
   if (!existing && attempt < 3) return claimIdempotencyKey(db, request, attempt + 1);
-  if (!existing) throw new ConflictError('a request with this Idempotency-Key is still being processed; retry once it has finished', 'idempotency_in_flight');
+  if (!existing)
+    throw new ConflictError(
+      'a request with this Idempotency-Key is still being processed; retry once it has finished',
+      'idempotency_in_flight',
+    );
   if (existing.request_hash !== request.requestHash) {
     throw new UnprocessableError(
       'Idempotency-Key was already used with a different request (method, path or body); use a new key for a new request',
@@ -100,7 +122,10 @@ export async function claimIdempotencyKey(db: Queryable, request: IdempotentRequ
     );
   }
   if (existing.state === 'in_flight') {
-    throw new ConflictError('a request with this Idempotency-Key is still being processed; retry once it has finished', 'idempotency_in_flight');
+    throw new ConflictError(
+      'a request with this Idempotency-Key is still being processed; retry once it has finished',
+      'idempotency_in_flight',
+    );
   }
   return { kind: 'replay', status: existing.response_status ?? 200, body: existing.response_body };
 }
@@ -119,12 +144,18 @@ export async function completeIdempotencyKey(
     [claim.request.apiKeyId, claim.request.key, claim.token, status, JSON.stringify(body)],
   );
   if (rowCount === 0) {
-    throw new ConflictError('this request took too long and its Idempotency-Key was taken over by a retry', 'idempotency_in_flight');
+    throw new ConflictError(
+      'this request took too long and its Idempotency-Key was taken over by a retry',
+      'idempotency_in_flight',
+    );
   }
 }
 
 /** Forgets a claim whose request failed, so the client may retry with the same key. */
-export async function releaseIdempotencyKey(db: Queryable, claim: Extract<IdempotencyClaim, { kind: 'claimed' }>): Promise<void> {
+export async function releaseIdempotencyKey(
+  db: Queryable,
+  claim: Extract<IdempotencyClaim, { kind: 'claimed' }>,
+): Promise<void> {
   await db.query(
     `/* api:releaseIdempotencyKey */
      DELETE FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 AND created_at = $3::timestamptz AND state = 'in_flight'`,

@@ -109,7 +109,8 @@ export function toServiceRequestEvent(row: Row): ServiceRequestEvent {
   };
 }
 
-const fileColumns = 'id, service_request_id, filename, stored_name, storage_key, mime_type, size_bytes, sha256, source, created_at';
+const fileColumns =
+  'id, service_request_id, filename, stored_name, storage_key, mime_type, size_bytes, sha256, source, created_at';
 
 /** Adds files and history to service request rows, two queries for the whole page. */
 async function withFilesAndHistory(db: Queryable, tenantId: string, rows: Row[]): Promise<ServiceRequest[]> {
@@ -176,7 +177,11 @@ export async function findRecentServiceRequests(
 }
 
 /** One service request in the caller's scope, with files and history; null when not visible. */
-export async function readServiceRequest(db: Queryable, scope: RequestScope, id: string): Promise<ServiceRequest | null> {
+export async function readServiceRequest(
+  db: Queryable,
+  scope: RequestScope,
+  id: string,
+): Promise<ServiceRequest | null> {
   const { rows } = await db.query(
     `/* api:readServiceRequest */
      SELECT ${requestColumns} FROM ${requestFrom}
@@ -206,7 +211,11 @@ function containsPattern(text: string): string {
 }
 
 /** A page of the caller's service requests, newest first, with files and history. */
-export async function listServiceRequests(db: Queryable, scope: RequestScope, filters: ServiceRequestFilters): Promise<ServiceRequest[]> {
+export async function listServiceRequests(
+  db: Queryable,
+  scope: RequestScope,
+  filters: ServiceRequestFilters,
+): Promise<ServiceRequest[]> {
   const params: unknown[] = [scope.tenantId, scope.customerName];
   const where = ['sr.tenant_id = $1', '($2::text IS NULL OR sr.customer_name = $2)'];
   const add = (sql: (placeholder: string) => string, value: unknown) => {
@@ -237,7 +246,11 @@ export async function listServiceRequests(db: Queryable, scope: RequestScope, fi
 export type StoredServiceRequest = ServiceRequestCore & { resolutionReviewed: boolean };
 
 /** Locks a request of the caller's scope for a change (FOR UPDATE); null when not visible. */
-export async function lockServiceRequest(db: Queryable, scope: RequestScope, id: string): Promise<StoredServiceRequest | null> {
+export async function lockServiceRequest(
+  db: Queryable,
+  scope: RequestScope,
+  id: string,
+): Promise<StoredServiceRequest | null> {
   const { rows } = await db.query(
     `/* api:lockServiceRequest */
      SELECT ${requestColumns} FROM ${requestFrom}
@@ -391,7 +404,10 @@ export async function updateServiceRequestColumns(
     params.push(jsonColumns.has(name) ? JSON.stringify(value) : value);
     sets.push(`${name} = $${params.length}`);
   }
-  await db.query(`/* api:updateServiceRequest */ UPDATE service_requests SET ${sets.join(', ')} WHERE tenant_id = $1 AND id = $2`, params);
+  await db.query(
+    `/* api:updateServiceRequest */ UPDATE service_requests SET ${sets.join(', ')} WHERE tenant_id = $1 AND id = $2`,
+    params,
+  );
 }
 
 export interface NewServiceRequestEvent {
@@ -479,7 +495,11 @@ export async function insertServiceRequestFile(
   return toStoredFile(rows[0] as Row);
 }
 
-export async function listServiceRequestFiles(db: Queryable, tenantId: string, serviceRequestId: string): Promise<ServiceRequestFile[]> {
+export async function listServiceRequestFiles(
+  db: Queryable,
+  tenantId: string,
+  serviceRequestId: string,
+): Promise<ServiceRequestFile[]> {
   const { rows } = await db.query(
     `/* api:listServiceRequestFiles */
      SELECT ${fileColumns} FROM service_request_files
@@ -511,8 +531,8 @@ export async function findServiceRequestFile(
 
 /** Soft-deletes the row (kept for the audit trail); the bytes are removed from storage. */
 export async function markServiceRequestFileDeleted(db: Queryable, tenantId: string, fileId: string): Promise<void> {
-  await db.query(`/* api:deleteServiceRequestFile */ UPDATE service_request_files SET deleted_at = now() WHERE tenant_id = $1 AND id = $2`, [
-    tenantId,
-    fileId,
-  ]);
+  await db.query(
+    `/* api:deleteServiceRequestFile */ UPDATE service_request_files SET deleted_at = now() WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, fileId],
+  );
 }

@@ -6,7 +6,12 @@ import { CancelResponse, DeleteResponse, ErrorResponse } from '../../http/common
 import { defineRoute, type ResponseSpec, type RouteSpec } from '../../http/route.ts';
 import { ValidationError } from '../../errors.ts';
 import { createFileStorage } from '../../storage/index.ts';
-import { claimIdempotencyKey, completeIdempotencyKey, idempotentRequest, releaseIdempotencyKey } from './idempotency.ts';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  idempotentRequest,
+  releaseIdempotencyKey,
+} from './idempotency.ts';
 import {
   FileUploadResponse,
   ServiceRequest,
@@ -30,14 +35,22 @@ const idempotencyHeaders = z.object({
     .min(1)
     .max(255)
     .optional()
-    .meta({ description: 'Makes the request safe to retry: remembered 24 h per API key; a repeat with the same body gets the stored answer' }),
+    .meta({
+      description:
+        'Makes the request safe to retry: remembered 24 h per API key; a repeat with the same body gets the stored answer',
+    }),
 });
 
 const replayedHeader = {
-  'Idempotent-Replayed': { description: 'true when this is the stored answer to an earlier request with the same Idempotency-Key', schema: { type: 'boolean' as const } },
+  'Idempotent-Replayed': {
+    description: 'true when this is the stored answer to an earlier request with the same Idempotency-Key',
+    schema: { type: 'boolean' as const },
+  },
 };
 
-const locationHeader = (what: string) => ({ Location: { description: `Path of ${what}`, schema: { type: 'string' as const } } });
+const locationHeader = (what: string) => ({
+  Location: { description: `Path of ${what}`, schema: { type: 'string' as const } },
+});
 
 const error = (description: string): ResponseSpec => ({ description, schema: ErrorResponse });
 const commonErrors = {
@@ -92,7 +105,10 @@ async function respondIdempotently<T>(
 
 /** `attachment` with an ASCII fallback name and the original name in UTF-8 (RFC 6266). */
 function contentDisposition(storedName: string, original: string): string {
-  const encoded = encodeURIComponent(original).replace(/['()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+  const encoded = encodeURIComponent(original).replace(
+    /['()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
   return `attachment; filename="${storedName}"; filename*=UTF-8''${encoded}`;
 }
 
@@ -122,7 +138,11 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       request: { body: ServiceRequestCreateRequest, headers: idempotencyHeaders },
       responses: {
-        201: { description: 'The created service request', schema: ServiceRequest, headers: { ...replayedHeader, ...locationHeader('the created request') } },
+        201: {
+          description: 'The created service request',
+          schema: ServiceRequest,
+          headers: { ...replayedHeader, ...locationHeader('the created request') },
+        },
         ...commonErrors,
         403: error('customerName differs from the customer of a customer-scoped key'),
         ...idempotencyErrors,
@@ -149,7 +169,10 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       tags,
       auth: 'apiKey',
       request: { query: ServiceRequestListQuery },
-      responses: { 200: { description: 'A page of service requests', schema: ServiceRequestListResponse }, ...commonErrors },
+      responses: {
+        200: { description: 'A page of service requests', schema: ServiceRequestListResponse },
+        ...commonErrors,
+      },
       handler: async (ctx, { query, auth }) => {
         ctx.body = await service.listServiceRequests(deps, service.actorOf(requireApiKey(auth)), query);
       },
@@ -164,7 +187,11 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       tags,
       auth: 'apiKey',
       request: { params: idParams },
-      responses: { 200: { description: 'The service request', schema: ServiceRequest }, ...commonErrors, 404: notFound },
+      responses: {
+        200: { description: 'The service request', schema: ServiceRequest },
+        ...commonErrors,
+        404: notFound,
+      },
       handler: async (ctx, { params, auth }) => {
         ctx.body = await service.getServiceRequest(deps, service.actorOf(requireApiKey(auth)), params.id);
       },
@@ -204,7 +231,8 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       path: '/service-requests/:id/cancel',
       operationId: 'cancelServiceRequest',
       summary: 'Cancel a service request (requests are never deleted)',
-      description: 'reason is required; duplicateOf may name the id or displayCode of the request this one duplicates. Resolved, closed and cancelled requests cannot be cancelled (409).',
+      description:
+        'reason is required; duplicateOf may name the id or displayCode of the request this one duplicates. Resolved, closed and cancelled requests cannot be cancelled (409).',
       tags,
       auth: 'apiKey',
       request: { params: idParams, body: ServiceRequestCancelRequest, headers: idempotencyHeaders },
@@ -233,7 +261,11 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       request: { params: idParams, multipart: { description: 'The file to attach', fileField: 'file' } },
       responses: {
-        201: { description: 'The stored file', schema: FileUploadResponse, headers: locationHeader('the file’s download') },
+        201: {
+          description: 'The stored file',
+          schema: FileUploadResponse,
+          headers: locationHeader('the file’s download'),
+        },
         ...commonErrors,
         404: notFound,
         413: error('The file is larger than the upload limit'),
@@ -242,7 +274,10 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
         const actor = service.actorOf(requireApiKey(auth));
         await service.assertServiceRequestVisible(deps, actor, params.id);
         if (!ctx.request.is('multipart/form-data')) {
-          throw new ValidationError('the request body must be multipart/form-data with the file in the part "file"', 'invalid_content_type');
+          throw new ValidationError(
+            'the request body must be multipart/form-data with the file in the part "file"',
+            'invalid_content_type',
+          );
         }
         const declaredLength = Number(ctx.get('content-length') || 0);
         if (declaredLength > maxUploadBytes + MULTIPART_OVERHEAD_BYTES) throw tooLarge(maxUploadBytes);
@@ -267,7 +302,11 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       tags,
       auth: 'apiKey',
       request: { params: idParams },
-      responses: { 200: { description: 'The files, oldest first', schema: ServiceRequestFileListResponse }, ...commonErrors, 404: notFound },
+      responses: {
+        200: { description: 'The files, oldest first', schema: ServiceRequestFileListResponse },
+        ...commonErrors,
+        404: notFound,
+      },
       handler: async (ctx, { params, auth }) => {
         ctx.body = await service.listFiles(deps, service.actorOf(requireApiKey(auth)), params.id);
       },
@@ -287,7 +326,10 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
           description: 'The file’s bytes, with its stored content type (Content-Disposition: attachment)',
           contentType: 'application/octet-stream',
           headers: {
-            'Content-Disposition': { description: 'attachment with the stored and the original file name', schema: { type: 'string' } },
+            'Content-Disposition': {
+              description: 'attachment with the stored and the original file name',
+              schema: { type: 'string' },
+            },
             ETag: { description: 'The SHA-256 of the content', schema: { type: 'string' } },
           },
         },
@@ -295,7 +337,12 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
         404: notFound,
       },
       handler: async (ctx, { params, auth }) => {
-        const { file, stream, sizeBytes } = await service.openFile(deps, service.actorOf(requireApiKey(auth)), params.id, params.fileId);
+        const { file, stream, sizeBytes } = await service.openFile(
+          deps,
+          service.actorOf(requireApiKey(auth)),
+          params.id,
+          params.fileId,
+        );
         ctx.status = 200;
         ctx.set('Content-Disposition', contentDisposition(file.storedName, file.filename));
         ctx.set('ETag', `"${file.sha256}"`);
@@ -315,7 +362,11 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       tags,
       auth: 'apiKey',
       request: { params: fileParams },
-      responses: { 200: { description: 'The file is deleted', schema: DeleteResponse }, ...commonErrors, 404: notFound },
+      responses: {
+        200: { description: 'The file is deleted', schema: DeleteResponse },
+        ...commonErrors,
+        404: notFound,
+      },
       handler: async (ctx, { params, auth }) => {
         ctx.body = await service.deleteFile(deps, service.actorOf(requireApiKey(auth)), params.id, params.fileId);
       },

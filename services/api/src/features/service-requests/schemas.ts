@@ -5,7 +5,14 @@ import { limitParam, offsetParam, timeParam } from '../../http/query.ts';
 // The spec's Service requests part: the resource, its history and files, the bodies of
 // create / update / cancel, and the list query.
 
-export const serviceRequestCategories = ['defect', 'maintenance_request', 'safety', 'cleaning', 'access', 'other'] as const;
+export const serviceRequestCategories = [
+  'defect',
+  'maintenance_request',
+  'safety',
+  'cleaning',
+  'access',
+  'other',
+] as const;
 export const serviceRequestPriorities = ['low', 'normal', 'high', 'urgent'] as const;
 export const serviceRequestStatuses = [
   'new',
@@ -39,9 +46,15 @@ export type ServiceRequestFile = z.infer<typeof ServiceRequestFile>;
 export const ServiceRequestEvent = z
   .object({
     id: z.uuid(),
-    type: z.string().meta({ description: 'created, status_changed, updated, comment, cancelled, file_added or file_deleted' }),
-    fromStatus: z.string().meta({ description: 'Status before a status change; empty for entries that change no status' }),
-    toStatus: z.string().meta({ description: 'Status after a status change (or at creation); empty for entries that change no status' }),
+    type: z
+      .string()
+      .meta({ description: 'created, status_changed, updated, comment, cancelled, file_added or file_deleted' }),
+    fromStatus: z
+      .string()
+      .meta({ description: 'Status before a status change; empty for entries that change no status' }),
+    toStatus: z
+      .string()
+      .meta({ description: 'Status after a status change (or at creation); empty for entries that change no status' }),
     message: z.string(),
     source: z.string().meta({ description: 'internal, external or customer' }),
     actorName: z.string(),
@@ -49,7 +62,10 @@ export const ServiceRequestEvent = z
     changes: z
       .record(z.string(), z.unknown())
       .nullable()
-      .meta({ description: 'For updated entries: each changed field with its old and new value ({"priority": {"from": "normal", "to": "high"}})' }),
+      .meta({
+        description:
+          'For updated entries: each changed field with its old and new value ({"priority": {"from": "normal", "to": "high"}})',
+      }),
     createdAt: nullableDateTime,
   })
   .meta({ id: 'ServiceRequestEvent' });
@@ -169,8 +185,16 @@ export type ServiceRequestCancelRequest = z.infer<typeof ServiceRequestCancelReq
 function enumList<T extends readonly [string, ...string[]]>(values: T) {
   return z
     .string()
-    .transform((raw) => raw.split(',').map((part) => part.trim()).filter((part) => part !== ''))
-    .refine((parts) => parts.every((part) => (values as readonly string[]).includes(part)), `must be one or more of ${values.join(', ')} (comma-separated)`)
+    .transform((raw) =>
+      raw
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part !== ''),
+    )
+    .refine(
+      (parts) => parts.every((part) => (values as readonly string[]).includes(part)),
+      `must be one or more of ${values.join(', ')} (comma-separated)`,
+    )
     .transform((parts) => parts as T[number][])
     .meta({ description: `One or more of ${values.join(', ')}, comma-separated` });
 }
@@ -180,8 +204,17 @@ export const ServiceRequestListQuery = z.object({
   priority: enumList(serviceRequestPriorities).optional(),
   category: enumList(serviceRequestCategories).optional(),
   assetId: z.uuid('must be a UUID').optional(),
-  customerName: z.string().max(200).optional().meta({ description: 'Exact customer name (customer keys are always limited to their own)' }),
-  q: z.string().trim().max(200).optional().meta({ description: 'Case-insensitive search over title, displayCode and externalRef' }),
+  customerName: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({ description: 'Exact customer name (customer keys are always limited to their own)' }),
+  q: z
+    .string()
+    .trim()
+    .max(200)
+    .optional()
+    .meta({ description: 'Case-insensitive search over title, displayCode and externalRef' }),
   from: timeParam.optional().meta({ description: 'Created at or after (YYYY-MM-DD = start of that UTC day)' }),
   to: timeParam.optional().meta({ description: 'Created before (a date-only value includes that whole day)' }),
   limit: limitParam,

@@ -79,14 +79,19 @@ function scopedCustomerName(actor: Actor, requested: string | undefined): string
 
 async function visibleAssetOrFail(client: PoolClient, actor: Actor, assetId: string) {
   const asset = await repository.findVisibleAsset(client, actor, assetId);
-  if (!asset) throw new ValidationError(`invalid body field assetId: no asset ${assetId} visible to this API key`, 'unknown_asset');
+  if (!asset)
+    throw new ValidationError(
+      `invalid body field assetId: no asset ${assetId} visible to this API key`,
+      'unknown_asset',
+    );
   return asset;
 }
 
 function dueDate(value: string | null | undefined): Date | null | undefined {
   if (value === undefined || value === null) return value;
   const parsed = parseTimeValue(value);
-  if (!parsed) throw new ValidationError('invalid body field dueAt: must be YYYY-MM-DD or an RFC 3339 timestamp', 'invalid_body');
+  if (!parsed)
+    throw new ValidationError('invalid body field dueAt: must be YYYY-MM-DD or an RFC 3339 timestamp', 'invalid_body');
   return parsed.instant;
 }
 
@@ -204,7 +209,8 @@ export async function updateServiceRequest(
   input: ServiceRequestUpdateRequest,
   finalize?: Finalize<ServiceRequest>,
 ): Promise<ServiceRequest> {
-  const requestedCustomer = input.customerName === undefined ? undefined : scopedCustomerName(actor, input.customerName);
+  const requestedCustomer =
+    input.customerName === undefined ? undefined : scopedCustomerName(actor, input.customerName);
   const dueAt = dueDate(input.dueAt);
 
   return withTransaction(deps.pool, async (client) => {
@@ -340,10 +346,16 @@ export async function cancelServiceRequest(
     if (input.duplicateOf !== undefined) {
       duplicate = await repository.findServiceRequestRef(client, actor, input.duplicateOf);
       if (!duplicate) {
-        throw new ValidationError(`invalid body field duplicateOf: no service request "${input.duplicateOf}" visible to this API key`, 'unknown_duplicate');
+        throw new ValidationError(
+          `invalid body field duplicateOf: no service request "${input.duplicateOf}" visible to this API key`,
+          'unknown_duplicate',
+        );
       }
       if (duplicate.id === current.id) {
-        throw new ValidationError('invalid body field duplicateOf: a service request cannot duplicate itself', 'invalid_duplicate');
+        throw new ValidationError(
+          'invalid body field duplicateOf: a service request cannot duplicate itself',
+          'invalid_duplicate',
+        );
       }
     }
     const now = await transactionNow(client);
@@ -420,7 +432,12 @@ export interface StoredUpload {
 }
 
 /** Streams an uploaded file into storage (before anything is written to the database). */
-export async function storeUploadBytes(deps: ServiceRequestDeps, actor: Actor, requestId: string, file: IncomingFile): Promise<StoredUpload> {
+export async function storeUploadBytes(
+  deps: ServiceRequestDeps,
+  actor: Actor,
+  requestId: string,
+  file: IncomingFile,
+): Promise<StoredUpload> {
   const fileId = randomUUID();
   const key = storageKey(actor.tenantId, requestId, fileId);
   await deps.storage.put(key, file.stream);
@@ -432,7 +449,13 @@ export async function discardUploadBytes(deps: ServiceRequestDeps, stored: Store
 }
 
 /** Records a stored upload: the file row, a history entry, the updated event. */
-export async function recordUpload(deps: ServiceRequestDeps, actor: Actor, requestId: string, file: IncomingFile, stored: StoredUpload) {
+export async function recordUpload(
+  deps: ServiceRequestDeps,
+  actor: Actor,
+  requestId: string,
+  file: IncomingFile,
+  stored: StoredUpload,
+) {
   const mimeType = await detectMimeType(file.inspection.head, file.declaredMimeType);
   try {
     return await withTransaction(deps.pool, async (client) => {
@@ -453,7 +476,13 @@ export async function recordUpload(deps: ServiceRequestDeps, actor: Actor, reque
       await fileChanged(deps, client, actor, requestId, 'file_added', `added file ${row.filename}`, {
         fileAdded: { id: row.id, filename: row.filename, mimeType, sizeBytes: row.sizeBytes },
       });
-      return { id: row.id, filename: row.storedName, mimeType: row.mimeType, sizeBytes: row.sizeBytes, sha256: row.sha256 };
+      return {
+        id: row.id,
+        filename: row.storedName,
+        mimeType: row.mimeType,
+        sizeBytes: row.sizeBytes,
+        sha256: row.sha256,
+      };
     });
   } catch (error) {
     await deps.storage.delete(stored.storageKey).catch(() => undefined);
@@ -486,7 +515,11 @@ async function fileChanged(
   });
 }
 
-export async function listFiles(deps: ServiceRequestDeps, actor: Actor, requestId: string): Promise<{ items: ServiceRequestFile[] }> {
+export async function listFiles(
+  deps: ServiceRequestDeps,
+  actor: Actor,
+  requestId: string,
+): Promise<{ items: ServiceRequestFile[] }> {
   await assertServiceRequestVisible(deps, actor, requestId);
   return { items: await repository.listServiceRequestFiles(deps.pool, actor.tenantId, requestId) };
 }
@@ -521,8 +554,10 @@ export async function deleteFile(deps: ServiceRequestDeps, actor: Actor, request
     return found;
   });
   // After the commit: the row says deleted, so losing the bytes now cannot hurt a reader.
-  await deps.storage.delete(file.storageKey).catch((error: unknown) =>
-    deps.logger.warn({ fileId, error: (error as Error).message }, 'could not remove a deleted file from storage'),
-  );
+  await deps.storage
+    .delete(file.storageKey)
+    .catch((error: unknown) =>
+      deps.logger.warn({ fileId, error: (error as Error).message }, 'could not remove a deleted file from storage'),
+    );
   return { id: fileId, deleted: true };
 }

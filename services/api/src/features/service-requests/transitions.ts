@@ -14,7 +14,14 @@ export const allowedTransitions: Record<ServiceRequestStatus, readonly ServiceRe
 };
 
 /** Statuses a request may be created in (reopened and cancelled make no sense for a new one). */
-export const creatableStatuses: readonly ServiceRequestStatus[] = ['new', 'triaged', 'in_progress', 'waiting_customer', 'resolved', 'closed'];
+export const creatableStatuses: readonly ServiceRequestStatus[] = [
+  'new',
+  'triaged',
+  'in_progress',
+  'waiting_customer',
+  'resolved',
+  'closed',
+];
 
 /** Statuses from which the cancel operation is refused. */
 export const uncancellableStatuses: readonly ServiceRequestStatus[] = ['resolved', 'closed', 'cancelled'];
@@ -24,7 +31,11 @@ export function isResolvingStatus(status: ServiceRequestStatus): boolean {
 }
 
 /** Throws 409 naming the moves that are allowed from `from`. */
-export function assertTransitionAllowed(displayCode: string, from: ServiceRequestStatus, to: ServiceRequestStatus): void {
+export function assertTransitionAllowed(
+  displayCode: string,
+  from: ServiceRequestStatus,
+  to: ServiceRequestStatus,
+): void {
   if (to === 'cancelled') {
     throw new ConflictError(
       `service request ${displayCode} cannot be set to cancelled by an update; use POST /service-requests/{id}/cancel with a reason`,
@@ -33,19 +44,35 @@ export function assertTransitionAllowed(displayCode: string, from: ServiceReques
   }
   const allowed = allowedTransitions[from];
   if (allowed.includes(to)) return;
-  const options = allowed.length === 0 ? `${from} is final: no status change is allowed` : `allowed from ${from}: ${allowed.join(', ')}`;
-  throw new ConflictError(`service request ${displayCode} cannot move from ${from} to ${to}; ${options}`, 'invalid_transition');
+  const options =
+    allowed.length === 0
+      ? `${from} is final: no status change is allowed`
+      : `allowed from ${from}: ${allowed.join(', ')}`;
+  throw new ConflictError(
+    `service request ${displayCode} cannot move from ${from} to ${to}; ${options}`,
+    'invalid_transition',
+  );
 }
 
 /**
  * Resolving or closing needs a non-empty resolution and resolutionReviewed true (the
  * spec's rule 1); 400 naming what is missing.
  */
-export function assertResolutionGiven(status: ServiceRequestStatus, resolution: string, resolutionReviewed: boolean | undefined): void {
+export function assertResolutionGiven(
+  status: ServiceRequestStatus,
+  resolution: string,
+  resolutionReviewed: boolean | undefined,
+): void {
   if (resolution.trim() === '') {
-    throw new ValidationError(`invalid body field resolution: a non-empty resolution is required to set status ${status}`, 'resolution_required');
+    throw new ValidationError(
+      `invalid body field resolution: a non-empty resolution is required to set status ${status}`,
+      'resolution_required',
+    );
   }
   if (resolutionReviewed !== true) {
-    throw new ValidationError(`invalid body field resolutionReviewed: must be true to set status ${status}`, 'resolution_not_reviewed');
+    throw new ValidationError(
+      `invalid body field resolutionReviewed: must be true to set status ${status}`,
+      'resolution_not_reviewed',
+    );
   }
 }

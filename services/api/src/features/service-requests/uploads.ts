@@ -74,7 +74,11 @@ export function tooLarge(maxBytes: number): PayloadTooLargeError {
 export function displayFilename(raw: string | undefined): string {
   const base = path.posix.basename((raw ?? '').replace(/\\/g, '/'));
   // eslint-disable-next-line no-control-regex
-  const clean = base.normalize('NFC').replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim().slice(0, 255);
+  const clean = base
+    .normalize('NFC')
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+    .trim()
+    .slice(0, 255);
   return clean === '' || clean === '.' || clean === '..' ? 'file' : clean;
 }
 
@@ -96,7 +100,9 @@ export async function detectMimeType(head: Buffer, declared: string): Promise<st
   const detected = head.length > 0 ? await fileTypeFromBuffer(head).catch(() => undefined) : undefined;
   if (detected) return detected.mime;
   const normalised = declared.split(';')[0]?.trim().toLowerCase() ?? '';
-  return MIME_PATTERN.test(normalised) && normalised !== 'application/x-empty' ? normalised : 'application/octet-stream';
+  return MIME_PATTERN.test(normalised) && normalised !== 'application/x-empty'
+    ? normalised
+    : 'application/octet-stream';
 }
 
 /**
@@ -114,7 +120,10 @@ export function receiveSingleFile<T>(
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: request.headers, limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 } });
+      parser = busboy({
+        headers: request.headers,
+        limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 },
+      });
     } catch (error) {
       reject(new ValidationError(`invalid multipart body: ${(error as Error).message}`, 'invalid_multipart'));
       return;
@@ -162,14 +171,21 @@ export function receiveSingleFile<T>(
       storing.catch(fail);
     });
 
-    parser.on('error', (error: Error) => fail(new ValidationError(`invalid multipart body: ${error.message}`, 'invalid_multipart')));
+    parser.on('error', (error: Error) =>
+      fail(new ValidationError(`invalid multipart body: ${error.message}`, 'invalid_multipart')),
+    );
     request.on('error', (error) => fail(error));
     request.on('aborted', () => fail(new ValidationError('the upload was aborted by the client', 'upload_aborted')));
 
     parser.on('close', () => {
       if (finished) return;
       if (upload === null) {
-        fail(new ValidationError(`invalid multipart body: the part "${options.fieldName}" with a file is required`, 'missing_file'));
+        fail(
+          new ValidationError(
+            `invalid multipart body: the part "${options.fieldName}" with a file is required`,
+            'missing_file',
+          ),
+        );
         return;
       }
       const current = upload;
@@ -177,7 +193,12 @@ export function receiveSingleFile<T>(
         (stored) => {
           if (finished) return;
           if (extraFiles > 0) {
-            fail(new ValidationError(`invalid multipart body: send one file per request in the part "${options.fieldName}"`, 'too_many_files'));
+            fail(
+              new ValidationError(
+                `invalid multipart body: send one file per request in the part "${options.fieldName}"`,
+                'too_many_files',
+              ),
+            );
             return;
           }
           finished = true;

@@ -1,6 +1,14 @@
 import type { Queryable } from '@gantry/db';
 import { NotFoundError } from '../../errors.ts';
-import { assetRefColumns, assetScopeCondition, selectList, SqlParams, toAssetRef, type Row, type TelemetryScope } from './sql.ts';
+import {
+  assetRefColumns,
+  assetScopeCondition,
+  selectList,
+  SqlParams,
+  toAssetRef,
+  type Row,
+  type TelemetryScope,
+} from './sql.ts';
 
 /**
  * The AssetRef of an asset the key may see; 404 otherwise, whether the asset is in
@@ -21,6 +29,10 @@ export async function visibleAsset(db: Queryable, scope: TelemetryScope, assetId
 }
 
 /** For list filters: an assetId the key may not see is a 404, not an empty page. */
-export async function assertAssetFilterVisible(db: Queryable, scope: TelemetryScope, assetId: string | undefined): Promise<void> {
+export async function assertAssetFilterVisible(
+  db: Queryable,
+  scope: TelemetryScope,
+  assetId: string | undefined,
+): Promise<void> {
   if (assetId !== undefined) await visibleAsset(db, scope, assetId);
 }

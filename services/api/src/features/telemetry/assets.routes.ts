@@ -9,7 +9,12 @@ import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
 import { readDataQuality } from './data-quality.service.ts';
 import { assetIdFilter, paging, range, rangeRules, resolutionParam } from './params.ts';
 import { autoResolution, listPositions } from './positions.repository.ts';
-import { TelemetryAssetStateResponse, TelemetryCapabilitiesResponse, TelemetryDataQualityResponse, TelemetryPositionHistoryResponse } from './schemas.ts';
+import {
+  TelemetryAssetStateResponse,
+  TelemetryCapabilitiesResponse,
+  TelemetryDataQualityResponse,
+  TelemetryPositionHistoryResponse,
+} from './schemas.ts';
 import { scopeOf } from './sql.ts';
 import { readAssetState } from './state.repository.ts';
 
@@ -29,7 +34,10 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
         'A capability is enabled once any device of an asset in scope has reported that kind of reading; messageTypesLast7d counts valid readings per type over the last 7 days.',
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
-      responses: { 200: { description: 'Capabilities of the assets in scope', schema: TelemetryCapabilitiesResponse }, ...readErrors },
+      responses: {
+        200: { description: 'Capabilities of the assets in scope', schema: TelemetryCapabilitiesResponse },
+        ...readErrors,
+      },
       handler: async (ctx, { auth }) => {
         ctx.body = await readCapabilities(deps.pool, scopeOf(requireApiKey(auth)));
       },
@@ -43,11 +51,18 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { params: assetParams },
-      responses: { 200: { description: 'The asset and its latest state', schema: TelemetryAssetStateResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'The asset and its latest state', schema: TelemetryAssetStateResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { params, auth }) => {
         const scope = scopeOf(requireApiKey(auth));
         const asset = await visibleAsset(deps.pool, scope, params.assetId);
-        ctx.body = { asset, state: await readAssetState(deps.pool, scope.tenantId, asset.id, deps.config.telemetryStatus) };
+        ctx.body = {
+          asset,
+          state: await readAssetState(deps.pool, scope.tenantId, asset.id, deps.config.telemetryStatus),
+        };
       },
     }),
     defineRoute({
@@ -61,14 +76,31 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { params: assetParams, query: positionQuery.extend(paging) },
-      responses: { 200: { description: 'One page of position buckets', schema: TelemetryPositionHistoryResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of position buckets', schema: TelemetryPositionHistoryResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { params, query, auth }) => {
         const scope = scopeOf(requireApiKey(auth));
         const resolved = resolveRange(query, rangeRules.positions);
         const asset = await visibleAsset(deps.pool, scope, params.assetId);
         const resolution = query.resolution ?? autoResolution(resolved.from, resolved.to);
-        const items = await listPositions(deps.pool, scope, { assetId: asset.id, from: resolved.from, to: resolved.to, resolution }, query.limit, query.offset);
-        ctx.body = { asset, items, paging: { limit: query.limit, offset: query.offset }, range: resolved.echo, resolution, source: 'gold' };
+        const items = await listPositions(
+          deps.pool,
+          scope,
+          { assetId: asset.id, from: resolved.from, to: resolved.to, resolution },
+          query.limit,
+          query.offset,
+        );
+        ctx.body = {
+          asset,
+          items,
+          paging: { limit: query.limit, offset: query.offset },
+          range: resolved.echo,
+          resolution,
+          source: 'gold',
+        };
       },
     }),
     defineRoute({
@@ -82,7 +114,11 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: z.object({ ...range, assetId: assetIdFilter }) },
-      responses: { 200: { description: 'The data-quality report', schema: TelemetryDataQualityResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'The data-quality report', schema: TelemetryDataQualityResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const scope = scopeOf(requireApiKey(auth));
         const resolved = resolveRange(query, rangeRules.dataQuality);

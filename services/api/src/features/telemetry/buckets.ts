@@ -29,4 +29,3 @@ export function wholeBuckets(range: ResolvedRange, bucket: Bucket) {
   const echoTo = to.getTime() === range.to.getTime() ? range.echo.to : to.toISOString();
   return { from, to, echo: { from: from.toISOString(), to: echoTo } };
 }
-

@@ -36,10 +36,16 @@ export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   const row = rows[0] as Record<string, unknown>;
   const deviceIds = row.device_ids as string[];
   const now = Date.now();
-  const counts = await readReadingCounts(db, { tenantId: scope.tenantId, deviceIds, from: new Date(now - WEEK_MS), to: new Date(now) });
+  const counts = await readReadingCounts(db, {
+    tenantId: scope.tenantId,
+    deviceIds,
+    from: new Date(now - WEEK_MS),
+    to: new Date(now),
+  });
   // Every reading type is listed, 0 when none came, so clients see stable keys.
   const messageTypesLast7d: Record<string, number> = Object.fromEntries(READING_TYPES.map((type) => [type, 0]));
-  for (const count of counts.rows) messageTypesLast7d[count.type] = (messageTypesLast7d[count.type] ?? 0) + count.readingCount;
+  for (const count of counts.rows)
+    messageTypesLast7d[count.type] = (messageTypesLast7d[count.type] ?? 0) + count.readingCount;
   const telemetryAssets = row.telemetry_assets as number;
   const telemetryEnabled = telemetryAssets > 0;
   return {

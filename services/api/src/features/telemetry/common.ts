@@ -10,4 +10,7 @@ export const readErrors: Record<number, ResponseSpec> = {
   429: { description: 'Rate limit exceeded', schema: ErrorResponse },
 };
 
-export const notFound: ResponseSpec = { description: 'Object not found in the key’s tenant/customer scope', schema: ErrorResponse };
+export const notFound: ResponseSpec = {
+  description: 'Object not found in the key’s tenant/customer scope',
+  schema: ErrorResponse,
+};

@@ -45,7 +45,11 @@ interface CountSpec {
   sums: string[];
 }
 
-async function hourlyCounts(db: Queryable, spec: CountSpec, query: CountsQuery): Promise<{ rows: Record<string, unknown>[]; coverage: GoldCoverage }> {
+async function hourlyCounts(
+  db: Queryable,
+  spec: CountSpec,
+  query: CountsQuery,
+): Promise<{ rows: Record<string, unknown>[]; coverage: GoldCoverage }> {
   const coverage = await readGoldCoverage(db, spec.relation);
   if (query.deviceIds.length === 0) return { rows: [], coverage };
   const relation = goldRelation(spec.relation);
@@ -69,7 +73,14 @@ async function hourlyCounts(db: Queryable, spec: CountSpec, query: CountsQuery):
   }
   if (goldTo <= goldFrom) goldFrom = goldTo = from;
 
-  const values: unknown[] = [query.tenantId, query.deviceIds, new Date(from), new Date(goldFrom), new Date(goldTo), new Date(to)];
+  const values: unknown[] = [
+    query.tenantId,
+    query.deviceIds,
+    new Date(from),
+    new Date(goldFrom),
+    new Date(goldTo),
+    new Date(to),
+  ];
   const time = relation.timeColumn;
   const liveFilter = `${alias}.tenant_id = $1::uuid AND ${relation.subjectColumn} = ANY ($2::uuid[])
     AND ((${time} >= $3::timestamptz AND ${time} < $4::timestamptz) OR (${time} >= $5::timestamptz AND ${time} < $6::timestamptz))`;
@@ -93,14 +104,28 @@ async function hourlyCounts(db: Queryable, spec: CountSpec, query: CountsQuery):
   // Default ranges move with the clock at both ends: questions within the same minute of
   // `from` are the same question.
   const minute = (ms: number) => Math.floor(ms / PRESENT_MS);
-  const key = [spec.relation, query.tenantId, idSetKey(query.deviceIds), minute(from), minute(goldFrom), minute(goldTo)].join('|');
+  const key = [
+    spec.relation,
+    query.tenantId,
+    idSetKey(query.deviceIds),
+    minute(from),
+    minute(goldFrom),
+    minute(goldTo),
+  ].join('|');
   return { rows: await presentAnswers.get(key, run), coverage };
 }
 
-export async function readMessageCounts(db: Queryable, query: CountsQuery): Promise<{ rows: MessageCountRow[]; coverage: GoldCoverage }> {
+export async function readMessageCounts(
+  db: Queryable,
+  query: CountsQuery,
+): Promise<{ rows: MessageCountRow[]; coverage: GoldCoverage }> {
   const result = await hourlyCounts(
     db,
-    { relation: 'message_counts_hourly', key: 'message_type', sums: ['message_count', 'error_count', 'parsed_count', 'timed_count', 'delayed_count'] },
+    {
+      relation: 'message_counts_hourly',
+      key: 'message_type',
+      sums: ['message_count', 'error_count', 'parsed_count', 'timed_count', 'delayed_count'],
+    },
     query,
   );
   return {
@@ -117,8 +142,15 @@ export async function readMessageCounts(db: Queryable, query: CountsQuery): Prom
   };
 }
 
-export async function readReadingCounts(db: Queryable, query: CountsQuery): Promise<{ rows: ReadingCountRow[]; coverage: GoldCoverage }> {
-  const result = await hourlyCounts(db, { relation: 'reading_counts_hourly', key: 'type', sums: ['reading_count', 'valid_gps_count'] }, query);
+export async function readReadingCounts(
+  db: Queryable,
+  query: CountsQuery,
+): Promise<{ rows: ReadingCountRow[]; coverage: GoldCoverage }> {
+  const result = await hourlyCounts(
+    db,
+    { relation: 'reading_counts_hourly', key: 'type', sums: ['reading_count', 'valid_gps_count'] },
+    query,
+  );
   return {
     coverage: result.coverage,
     rows: result.rows.map((row) => ({

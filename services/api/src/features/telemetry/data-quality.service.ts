@@ -1,7 +1,12 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import type { ResolvedRange } from '../../http/query.ts';
-import { readMessageCounts, readReadingCounts, type MessageCountRow, type ReadingCountRow } from './counts.repository.ts';
+import {
+  readMessageCounts,
+  readReadingCounts,
+  type MessageCountRow,
+  type ReadingCountRow,
+} from './counts.repository.ts';
 import type { dataQualityStatuses } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type Row, type TelemetryScope } from './sql.ts';
 import { onlineStatusSql, type StatusRules } from './status.ts';
@@ -56,7 +61,12 @@ interface DeviceRow {
   lastImuAt: Date | null;
 }
 
-async function devicesInScope(db: Queryable, scope: TelemetryScope, assetId: string | undefined, rules: StatusRules): Promise<{ devices: DeviceRow[]; totalAssets: number }> {
+async function devicesInScope(
+  db: Queryable,
+  scope: TelemetryScope,
+  assetId: string | undefined,
+  rules: StatusRules,
+): Promise<{ devices: DeviceRow[]; totalAssets: number }> {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope)];
   if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);
@@ -115,7 +125,9 @@ async function recentErrors(db: Queryable, scope: TelemetryScope, range: Resolve
 
 /** The start of a payload as text (invalid UTF-8 shown as U+FFFD), cut with an ellipsis. */
 export function payloadSample(head: Buffer, totalBytes: number): string {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(head).replace(/\p{Cc}/gu, (char) => (char === '\n' || char === '\t' ? char : ' '));
+  const text = new TextDecoder('utf-8', { fatal: false })
+    .decode(head)
+    .replace(/\p{Cc}/gu, (char) => (char === '\n' || char === '\t' ? char : ' '));
   const max = dataQualityRules.payloadSampleChars;
   const chars = Array.from(text);
   if (chars.length > max) return `${chars.slice(0, max).join('')}…`;
@@ -132,7 +144,11 @@ function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: 
   const parsedMessages = sum(messages, (row) => row.parsedCount);
   const timed = sum(messages, (row) => row.timedCount);
   const delayed = sum(messages, (row) => row.delayedCount);
-  const events = (type: string) => sum(readings.filter((row) => row.type === type), (row) => row.readingCount);
+  const events = (type: string) =>
+    sum(
+      readings.filter((row) => row.type === type),
+      (row) => row.readingCount,
+    );
   const gpsEvents = events('gps');
   const validGpsEvents = sum(readings, (row) => row.validGpsCount);
   const errorRate = percent(errorMessages, messageCount);
@@ -144,11 +160,14 @@ function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: 
   // A disabled device's messages are kept in bronze without touching its state.
   if (device.lastSeenAt === null) {
     if (messageCount === 0) notes.push('no message received yet');
-  } else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent') notes.push(`last message received ${iso(device.lastSeenAt)}`);
-  if (errorRate > rules.maxErrorRatePercent) notes.push(`${errorRate} % of messages with errors (more than ${rules.maxErrorRatePercent} %)`);
+  } else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent')
+    notes.push(`last message received ${iso(device.lastSeenAt)}`);
+  if (errorRate > rules.maxErrorRatePercent)
+    notes.push(`${errorRate} % of messages with errors (more than ${rules.maxErrorRatePercent} %)`);
   const poorGps = gpsOkPercent !== null && gpsEvents >= rules.minGpsFixes && gpsOkPercent < rules.minGpsOkPercent;
   if (poorGps) notes.push(`${gpsOkPercent} % of ${gpsEvents} GPS fixes valid (less than ${rules.minGpsOkPercent} %)`);
-  if (delayedShare > dataQualityRules.delayedShare) notes.push(`median receive delay above 5 minutes (${round(delayedShare * 100)} % of messages late)`);
+  if (delayedShare > dataQualityRules.delayedShare)
+    notes.push(`median receive delay above 5 minutes (${round(delayedShare * 100)} % of messages late)`);
   if (messageCount === 0 && device.lastSeenAt !== null) notes.push('no message in the range');
 
   let status: DataQualityStatus;
@@ -207,9 +226,20 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
  * asset), message types, the latest rejected messages and a summary. Counts come from
  * the hourly gold relations plus live edges; statuses use the live online status.
  */
-export async function readDataQuality(db: Queryable, scope: TelemetryScope, range: ResolvedRange, assetId: string | undefined, rules: StatusRules) {
+export async function readDataQuality(
+  db: Queryable,
+  scope: TelemetryScope,
+  range: ResolvedRange,
+  assetId: string | undefined,
+  rules: StatusRules,
+) {
   const { devices, totalAssets } = await devicesInScope(db, scope, assetId, rules);
-  const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), from: range.from, to: range.to };
+  const query = {
+    tenantId: scope.tenantId,
+    deviceIds: devices.map((device) => device.id),
+    from: range.from,
+    to: range.to,
+  };
   const [messages, readings, errors] = await Promise.all([
     readMessageCounts(db, query),
     readReadingCounts(db, query),
@@ -217,7 +247,9 @@ export async function readDataQuality(db: Queryable, scope: TelemetryScope, rang
   ]);
   const messagesByDevice = groupBy(messages.rows, (row) => row.deviceId);
   const readingsByDevice = groupBy(readings.rows, (row) => row.deviceId);
-  const assessed = devices.map((device) => assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? [], rules));
+  const assessed = devices.map((device) =>
+    assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? [], rules),
+  );
   const assets = assessed.map(({ onlineStatus: _onlineStatus, ...entry }) => entry);
 
   const messageTypes = [...groupBy(messages.rows, (row) => row.messageType).entries()]
@@ -253,7 +285,12 @@ export async function readDataQuality(db: Queryable, scope: TelemetryScope, rang
     from: range.from.toISOString(),
     to: range.echo.to,
     telemetryEnabled: devices.length > 0,
-    capabilityState: devices.length === 0 ? ('not_configured' as const) : anySeen ? ('configured' as const) : ('configured_no_data' as const),
+    capabilityState:
+      devices.length === 0
+        ? ('not_configured' as const)
+        : anySeen
+          ? ('configured' as const)
+          : ('configured_no_data' as const),
     assets,
     messageTypes,
     recentErrors: errors,
@@ -277,8 +314,13 @@ export async function readDataQuality(db: Queryable, scope: TelemetryScope, rang
       coveragePercent: percent(assetsWithData, assets.length),
       errorRate: percent(totals.errorMessages, totals.messageCount),
       gpsOkPercent: percent(totals.validGpsEvents, totals.gpsEvents),
-      qualityScore: scored.length > 0 ? round(sum(scored, (entry) => statusScores[entry.status as keyof typeof statusScores]) / scored.length) : 0,
-      analyticsUpdatedAt: updatedAt.some((value) => value === null) ? null : iso(new Date(Math.min(...updatedAt.map((value) => (value as Date).getTime())))),
+      qualityScore:
+        scored.length > 0
+          ? round(sum(scored, (entry) => statusScores[entry.status as keyof typeof statusScores]) / scored.length)
+          : 0,
+      analyticsUpdatedAt: updatedAt.some((value) => value === null)
+        ? null
+        : iso(new Date(Math.min(...updatedAt.map((value) => (value as Date).getTime())))),
     },
   };
 }

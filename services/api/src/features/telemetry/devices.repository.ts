@@ -58,7 +58,9 @@ export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter,
   if (filter.status) conditions.push(`(${onlineStatusSql(rules)}) = ${params.add(filter.status, 'text')}`);
   if (filter.q) {
     const pattern = params.add(likePattern(filter.q), 'text');
-    conditions.push(`(lower(d.device_id) LIKE ${pattern} OR lower(d.display_name) LIKE ${pattern} OR a.search_text LIKE ${pattern})`);
+    conditions.push(
+      `(lower(d.device_id) LIKE ${pattern} OR lower(d.display_name) LIKE ${pattern} OR a.search_text LIKE ${pattern})`,
+    );
   }
   return {
     tag: 'listTelemetryDevices',
@@ -99,7 +101,14 @@ export function toTelemetryDevice(row: Row): TelemetryDeviceBody {
   };
 }
 
-export async function listDevices(db: Queryable, scope: TelemetryScope, filter: DeviceFilter, rules: StatusRules, limit: number, offset: number) {
+export async function listDevices(
+  db: Queryable,
+  scope: TelemetryScope,
+  filter: DeviceFilter,
+  rules: StatusRules,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(deviceListStatement(scope, filter, rules), limit, offset);
   const { rows } = await db.query(text, values);
   return rows.map(toTelemetryDevice);

@@ -11,7 +11,9 @@ import { scopeOf } from './sql.ts';
 
 export const deviceFilterQuery = z.object({
   assetId: assetIdFilter,
-  q: searchParam.meta({ description: 'Case-insensitive search over device id, display name, asset name, identifier and display code' }),
+  q: searchParam.meta({
+    description: 'Case-insensitive search over device id, display name, asset name, identifier and display code',
+  }),
   status: onlineStatusParam,
   enabled: booleanParam.meta({ description: 'Only enabled (true) or disabled (false) devices' }),
 });
@@ -27,7 +29,11 @@ export function deviceRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: deviceFilterQuery.extend(paging) },
-      responses: { 200: { description: 'One page of devices, ordered by device id', schema: TelemetryDeviceListResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of devices, ordered by device id', schema: TelemetryDeviceListResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const { limit, offset, ...filter } = query;
         const scope = scopeOf(requireApiKey(auth));

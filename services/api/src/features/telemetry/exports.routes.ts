@@ -87,17 +87,30 @@ export function listExports(rules: StatusRules): TelemetryExport<z.ZodObject>[] 
       query: metricQuery,
       statement: (scope, query) => {
         const buckets = wholeBuckets(metricRange(query), query.bucket);
-        return serviceRequestMetricStatement(scope, { ...buckets, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId, q: query.q });
+        return serviceRequestMetricStatement(scope, {
+          ...buckets,
+          bucket: query.bucket,
+          groupBy: query.groupBy,
+          assetId: query.assetId,
+          q: query.q,
+        });
       },
     }),
     defineExport({
       name: 'positions',
       operationName: 'TelemetryPositions',
       summary: 'Position history of one asset',
-      query: positionQuery.extend({ assetId: z.uuid('must be a UUID').meta({ description: 'The asset (UUID, required)' }) }),
+      query: positionQuery.extend({
+        assetId: z.uuid('must be a UUID').meta({ description: 'The asset (UUID, required)' }),
+      }),
       statement: (scope, { assetId, resolution, ...query }) => {
         const range = resolveRange(query, rangeRules.positions);
-        return positionStatement(scope, { assetId, from: range.from, to: range.to, resolution: resolution ?? autoResolution(range.from, range.to) });
+        return positionStatement(scope, {
+          assetId,
+          from: range.from,
+          to: range.to,
+          resolution: resolution ?? autoResolution(range.from, range.to),
+        });
       },
     }),
     defineExport({

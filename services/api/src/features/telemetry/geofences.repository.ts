@@ -117,7 +117,15 @@ export function geofenceAlertStatement(scope: TelemetryScope, filter: GeofenceAl
     body: `FROM geofence_alerts ga\n${alertJoins}\nWHERE ${[...own, ...search].join('\n  AND ')}`,
     orderBy: 'ga.created_at DESC, ga.id DESC',
     params,
-    ...(filter.q ? {} : { deferred: { inner: `SELECT ga.* FROM geofence_alerts ga WHERE ${own.join(' AND ')}`, alias: 'ga', joins: alertJoins } }),
+    ...(filter.q
+      ? {}
+      : {
+          deferred: {
+            inner: `SELECT ga.* FROM geofence_alerts ga WHERE ${own.join(' AND ')}`,
+            alias: 'ga',
+            joins: alertJoins,
+          },
+        }),
   };
 }
 
@@ -137,7 +145,13 @@ export function toGeofenceAlert(row: Row): TelemetryGeofenceAlertBody {
   };
 }
 
-export async function listGeofenceAlerts(db: Queryable, scope: TelemetryScope, filter: GeofenceAlertFilter, limit: number, offset: number) {
+export async function listGeofenceAlerts(
+  db: Queryable,
+  scope: TelemetryScope,
+  filter: GeofenceAlertFilter,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(geofenceAlertStatement(scope, filter), limit, offset);
   return (await db.query(text, values)).rows.map(toGeofenceAlert);
 }
@@ -152,7 +166,11 @@ export async function lockGeofenceAlert(
   id: string,
 ): Promise<{ alert: TelemetryGeofenceAlertBody; latitude: number | null; longitude: number | null } | null> {
   const params = new SqlParams();
-  const conditions = [`ga.id = ${params.add(id, 'uuid')}`, `ga.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, assetScopeCondition(params, scope)];
+  const conditions = [
+    `ga.id = ${params.add(id, 'uuid')}`,
+    `ga.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
+    assetScopeCondition(params, scope),
+  ];
   const { rows } = await db.query(
     `/* api:lockGeofenceAlert */
      SELECT ${alertColumns.map((column) => `${column.sql} AS "${column.name}"`).join(', ')}
@@ -164,7 +182,11 @@ export async function lockGeofenceAlert(
   );
   const row = rows[0] as Row | undefined;
   if (!row) return null;
-  return { alert: toGeofenceAlert(row), latitude: (row.latitude as number | null) ?? null, longitude: (row.longitude as number | null) ?? null };
+  return {
+    alert: toGeofenceAlert(row),
+    latitude: (row.latitude as number | null) ?? null,
+    longitude: (row.longitude as number | null) ?? null,
+  };
 }
 
 export async function markGeofenceAlertAcknowledged(db: Queryable, id: string, acknowledgedBy: string): Promise<Date> {

@@ -8,7 +8,11 @@ import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
 import { listGeofenceAlerts, listGeofences } from './geofences.repository.ts';
 import { acknowledgeGeofenceAlert } from './geofences.service.ts';
 import { alertStatusParam, assetIdFilter, booleanParam, paging, range, rangeRules, searchParam } from './params.ts';
-import { TelemetryGeofenceAlert, TelemetryGeofenceAlertListResponse, TelemetryGeofenceListResponse } from './schemas.ts';
+import {
+  TelemetryGeofenceAlert,
+  TelemetryGeofenceAlertListResponse,
+  TelemetryGeofenceListResponse,
+} from './schemas.ts';
 import { scopeOf } from './sql.ts';
 
 export const geofenceAlertFilterQuery = z.object({
@@ -18,7 +22,9 @@ export const geofenceAlertFilterQuery = z.object({
   status: alertStatusParam,
   active: booleanParam.meta({ description: 'Only active (true) or resolved (false) alerts' }),
   alertType: z.enum(['forbidden_enter', 'allowed_exit'], 'must be forbidden_enter or allowed_exit').optional(),
-  q: searchParam.meta({ description: 'Case-insensitive search over asset name, identifier, display code and geofence name' }),
+  q: searchParam.meta({
+    description: 'Case-insensitive search over asset name, identifier, display code and geofence name',
+  }),
 });
 
 export function geofenceRoutes(deps: AppDeps): RouteSpec[] {
@@ -38,7 +44,10 @@ export function geofenceRoutes(deps: AppDeps): RouteSpec[] {
           enabled: booleanParam.meta({ description: 'Only enabled (true) or disabled (false) geofences' }),
         }),
       },
-      responses: { 200: { description: 'Every geofence of the tenant, by name', schema: TelemetryGeofenceListResponse }, ...readErrors },
+      responses: {
+        200: { description: 'Every geofence of the tenant, by name', schema: TelemetryGeofenceListResponse },
+        ...readErrors,
+      },
       handler: async (ctx, { query, auth }) => {
         ctx.body = { items: await listGeofences(deps.pool, scopeOf(requireApiKey(auth)), query) };
       },
@@ -49,17 +58,28 @@ export function geofenceRoutes(deps: AppDeps): RouteSpec[] {
       path: '/telemetry/geofence-alerts',
       operationId: 'listTelemetryGeofenceAlerts',
       summary: 'Geofence alerts, newest first',
-      description: 'Alerts active at some time in [from, to) are included: opened before to and not resolved before from. Default range: the last 7 days; at most 366 days.',
+      description:
+        'Alerts active at some time in [from, to) are included: opened before to and not resolved before from. Default range: the last 7 days; at most 366 days.',
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: geofenceAlertFilterQuery.extend(paging) },
-      responses: { 200: { description: 'One page of alerts', schema: TelemetryGeofenceAlertListResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of alerts', schema: TelemetryGeofenceAlertListResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const { limit, offset, from, to, ...filter } = query;
         const resolved = resolveRange({ from, to }, rangeRules.sessions);
         const scope = scopeOf(requireApiKey(auth));
         await assertAssetFilterVisible(deps.pool, scope, filter.assetId);
-        const items = await listGeofenceAlerts(deps.pool, scope, { ...filter, from: resolved.from, to: resolved.to }, limit, offset);
+        const items = await listGeofenceAlerts(
+          deps.pool,
+          scope,
+          { ...filter, from: resolved.from, to: resolved.to },
+          limit,
+          offset,
+        );
         ctx.body = { items, paging: { limit, offset }, range: resolved.echo };
       },
     }),

@@ -21,7 +21,11 @@ export async function acknowledgeGeofenceAlert(
     const { alert, latitude, longitude } = locked;
     if (alert.status === 'acknowledged') return alert;
     const acknowledgedAt = await markGeofenceAlertAcknowledged(client, id, acknowledgedBy);
-    const acknowledged: TelemetryGeofenceAlertBody = { ...alert, status: 'acknowledged', acknowledgedAt: acknowledgedAt.toISOString() };
+    const acknowledged: TelemetryGeofenceAlertBody = {
+      ...alert,
+      status: 'acknowledged',
+      acknowledgedAt: acknowledgedAt.toISOString(),
+    };
     await deps.outbox.enqueue(client, {
       tenantId: scope.tenantId,
       event: 'telemetry.geofence_alert.acknowledged',

@@ -35,8 +35,20 @@ const goldOrLive =
 
 export function metricRoutes(deps: AppDeps): RouteSpec[] {
   const gold = [
-    { name: 'utilization', id: 'Utilization', schema: TelemetryUtilizationResponse, toItem: toUtilizationItem, figures: utilizationExportFigures },
-    { name: 'container-work', id: 'ContainerWork', schema: TelemetryContainerWorkResponse, toItem: toContainerWorkItem, figures: containerWorkExportFigures },
+    {
+      name: 'utilization',
+      id: 'Utilization',
+      schema: TelemetryUtilizationResponse,
+      toItem: toUtilizationItem,
+      figures: utilizationExportFigures,
+    },
+    {
+      name: 'container-work',
+      id: 'ContainerWork',
+      schema: TelemetryContainerWorkResponse,
+      toItem: toContainerWorkItem,
+      figures: containerWorkExportFigures,
+    },
   ] as const;
 
   const goldRoutes = gold.flatMap((metric) => [
@@ -118,7 +130,11 @@ export function metricRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: metricQuery.extend(paging) },
-      responses: { 200: { description: 'One page of buckets', schema: TelemetryServiceRequestMetricsResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of buckets', schema: TelemetryServiceRequestMetricsResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const scope = scopeOf(requireApiKey(auth));
         const input = await metricInput(deps, scope, query);
@@ -126,7 +142,14 @@ export function metricRoutes(deps: AppDeps): RouteSpec[] {
         const items = await listServiceRequestMetrics(
           deps.pool,
           scope,
-          { from: buckets.from, to: buckets.to, bucket: query.bucket, groupBy: query.groupBy, assetId: query.assetId, q: query.q },
+          {
+            from: buckets.from,
+            to: buckets.to,
+            bucket: query.bucket,
+            groupBy: query.groupBy,
+            assetId: query.assetId,
+            q: query.q,
+          },
           query.limit,
           query.offset,
         );

@@ -1,6 +1,15 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
-import { assetScopeCondition, likePattern, pageSql, SqlParams, type Column, type ListStatement, type Row, type TelemetryScope } from './sql.ts';
+import {
+  assetScopeCondition,
+  likePattern,
+  pageSql,
+  SqlParams,
+  type Column,
+  type ListStatement,
+  type Row,
+  type TelemetryScope,
+} from './sql.ts';
 
 export interface OperatorFilter {
   from: Date;
@@ -80,7 +89,13 @@ export function toTelemetryOperator(row: Row) {
   };
 }
 
-export async function listOperators(db: Queryable, scope: TelemetryScope, filter: OperatorFilter, limit: number, offset: number) {
+export async function listOperators(
+  db: Queryable,
+  scope: TelemetryScope,
+  filter: OperatorFilter,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(operatorStatement(scope, filter), limit, offset);
   return (await db.query(text, values)).rows.map(toTelemetryOperator);
 }

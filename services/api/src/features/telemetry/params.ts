@@ -7,10 +7,7 @@ import { limitParam, offsetParam, timeParam, type RangeRules } from '../../http/
 export const fromParam = timeParam.optional();
 export const toParam = timeParam.optional();
 
-export const assetIdFilter = z
-  .uuid('must be a UUID')
-  .optional()
-  .meta({ description: 'Only this asset (UUID)' });
+export const assetIdFilter = z.uuid('must be a UUID').optional().meta({ description: 'Only this asset (UUID)' });
 
 /** PostgreSQL text cannot hold NUL; such input is a 400, not a database error. */
 const noNul = (value: string) => !value.includes('\u0000');
@@ -49,7 +46,10 @@ export const resolutionParam = z
   .meta({ description: 'Position bucket width; by default 1min for ranges up to 24 hours, 15min beyond' });
 
 export const onlineStatusParam = z
-  .enum(['online', 'silent', 'offline', 'unknown', 'disabled'], 'must be one of online, silent, offline, unknown, disabled')
+  .enum(
+    ['online', 'silent', 'offline', 'unknown', 'disabled'],
+    'must be one of online, silent, offline, unknown, disabled',
+  )
   .optional()
   .meta({ description: 'Only devices with this online status' });
 

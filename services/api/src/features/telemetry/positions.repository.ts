@@ -1,7 +1,15 @@
 import type { Queryable } from '@gantry/db';
 import { isoRequired } from '../../http/common-schemas.ts';
 import type { Resolution } from './params.ts';
-import { assetScopeCondition, pageSql, SqlParams, type Column, type ListStatement, type Row, type TelemetryScope } from './sql.ts';
+import {
+  assetScopeCondition,
+  pageSql,
+  SqlParams,
+  type Column,
+  type ListStatement,
+  type Row,
+  type TelemetryScope,
+} from './sql.ts';
 
 const RELATION: Record<Resolution, string> = { '1min': 'positions_1min', '15min': 'positions_15min' };
 
@@ -62,7 +70,13 @@ export function toTelemetryPosition(row: Row) {
   };
 }
 
-export async function listPositions(db: Queryable, scope: TelemetryScope, query: PositionQuery, limit: number, offset: number) {
+export async function listPositions(
+  db: Queryable,
+  scope: TelemetryScope,
+  query: PositionQuery,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(positionStatement(scope, query), limit, offset);
   return (await db.query(text, values)).rows.map(toTelemetryPosition);
 }

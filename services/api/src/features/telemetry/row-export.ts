@@ -29,12 +29,26 @@ export interface MetricExport {
 export async function sendMetricExport(ctx: Context, pool: Pool, page: MetricExport): Promise<void> {
   const arrays = metricExportArrays(page.rows.slice(0, EXPORT_MAX_ROWS), page.figures);
   // One comma-separated text per column: cheap to inline into COPY (no per-element quoting).
-  const values: string[] = [arrays.bucketStart, arrays.bucketEnd, arrays.assetId.map((id) => id ?? ''), ...arrays.figures.map((figure) => figure.values)].map(
-    (column) => column.join(','),
-  );
+  const values: string[] = [
+    arrays.bucketStart,
+    arrays.bucketEnd,
+    arrays.assetId.map((id) => id ?? ''),
+    ...arrays.figures.map((figure) => figure.values),
+  ].map((column) => column.join(','));
   const array = (index: number, type: string) => `string_to_array($${index}::text, ',', '')::${type}[]`;
-  const unnest = [array(1, 'float8'), array(2, 'float8'), array(3, 'uuid'), ...arrays.figures.map((_, index) => array(index + 4, 'float8'))].join(', ');
-  const aliases = ['bucket_start', 'bucket_end', 'asset_id', ...arrays.figures.map((_, index) => `f${index}`), 'position'].join(', ');
+  const unnest = [
+    array(1, 'float8'),
+    array(2, 'float8'),
+    array(3, 'uuid'),
+    ...arrays.figures.map((_, index) => array(index + 4, 'float8')),
+  ].join(', ');
+  const aliases = [
+    'bucket_start',
+    'bucket_end',
+    'asset_id',
+    ...arrays.figures.map((_, index) => `f${index}`),
+    'position',
+  ].join(', ');
   const columns: ExportColumn[] = [
     { name: 'bucketStart', type: 'timestamp' },
     { name: 'bucketEnd', type: 'timestamp' },
@@ -62,7 +76,10 @@ SELECT to_timestamp(p.bucket_start) AS "bucketStart", to_timestamp(p.bucket_end)
     offset: 0,
   });
   const base = page.filename.replace(/[^A-Za-z0-9._-]+/g, '_');
-  ctx.set('Content-Disposition', `attachment; filename="${base}${page.offset > 0 ? `-offset-${page.offset}` : ''}.${page.format}"`);
+  ctx.set(
+    'Content-Disposition',
+    `attachment; filename="${base}${page.offset > 0 ? `-offset-${page.offset}` : ''}.${page.format}"`,
+  );
   ctx.set('X-Export-Offset', String(page.offset));
   ctx.set('X-Export-Truncated', page.truncated ? 'true' : 'false');
   if (page.truncated) ctx.set('X-Next-Offset', String(page.offset + EXPORT_MAX_ROWS));

@@ -51,7 +51,11 @@ export function serviceRequestMetricStatement(scope: TelemetryScope, query: Serv
   const width = params.add(query.bucket === 'hour' ? '1 hour' : '24 hours', 'text');
   const from = params.add(query.from, 'timestamptz');
   const to = params.add(query.to, 'timestamptz');
-  const conditions = [`sr.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, `sr.created_at >= ${from}`, `sr.created_at < ${to}`];
+  const conditions = [
+    `sr.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
+    `sr.created_at >= ${from}`,
+    `sr.created_at < ${to}`,
+  ];
   if (scope.customerName !== null) conditions.push(`sr.customer_name = ${params.add(scope.customerName, 'text')}`);
   if (query.assetId) conditions.push(`sr.asset_id = ${params.add(query.assetId, 'uuid')}`);
   if (query.q) {
@@ -62,9 +66,7 @@ export function serviceRequestMetricStatement(scope: TelemetryScope, query: Serv
     );
   }
   const fleet = query.groupBy === 'fleet';
-  const assetJoin = fleet
-    ? ''
-    : `LEFT JOIN assets a ON a.id = sr.asset_id AND ${assetScopeCondition(params, scope)}`;
+  const assetJoin = fleet ? '' : `LEFT JOIN assets a ON a.id = sr.asset_id AND ${assetScopeCondition(params, scope)}`;
   const bucketOf = `date_bin(${width}::interval, sr.created_at, TIMESTAMPTZ '2000-01-03 00:00:00+00')`;
   const aggregated = `SELECT ${bucketOf} AS bucket${fleet ? '' : ', a.id AS asset_id'},
          count(*) AS total_count,
@@ -119,7 +121,13 @@ export function toServiceRequestMetricItem(row: Row) {
   };
 }
 
-export async function listServiceRequestMetrics(db: Queryable, scope: TelemetryScope, query: ServiceRequestMetricQuery, limit: number, offset: number) {
+export async function listServiceRequestMetrics(
+  db: Queryable,
+  scope: TelemetryScope,
+  query: ServiceRequestMetricQuery,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(serviceRequestMetricStatement(scope, query), limit, offset);
   return (await db.query(text, values)).rows.map(toServiceRequestMetricItem);
 }

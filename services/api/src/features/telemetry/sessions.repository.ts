@@ -117,7 +117,9 @@ LEFT JOIN operators o ON o.tenant_id = ${alias}.tenant_id AND o.identifier = ${a
     body: `FROM ${table} ${alias}\n${joins}\nWHERE ${[...own, ...search].join('\n  AND ')}`,
     orderBy: `${alias}.start_ts DESC, ${alias}.id DESC`,
     params,
-    ...(filter.q ? {} : { deferred: { inner: `SELECT ${alias}.* FROM ${table} ${alias} WHERE ${own.join(' AND ')}`, alias, joins } }),
+    ...(filter.q
+      ? {}
+      : { deferred: { inner: `SELECT ${alias}.* FROM ${table} ${alias} WHERE ${own.join(' AND ')}`, alias, joins } }),
   };
 }
 
@@ -126,7 +128,14 @@ export function usageSessionStatement(scope: TelemetryScope, filter: SessionFilt
 }
 
 export function identifierSessionStatement(scope: TelemetryScope, filter: SessionFilter): ListStatement {
-  return sessionStatement('identifier_sessions', 'ids', 'listIdentifierSessions', identifierSessionColumns, scope, filter);
+  return sessionStatement(
+    'identifier_sessions',
+    'ids',
+    'listIdentifierSessions',
+    identifierSessionColumns,
+    scope,
+    filter,
+  );
 }
 
 export function toUsageSession(row: Row) {
@@ -176,12 +185,24 @@ export function toIdentifierSession(row: Row) {
   };
 }
 
-export async function listUsageSessions(db: Queryable, scope: TelemetryScope, filter: SessionFilter, limit: number, offset: number) {
+export async function listUsageSessions(
+  db: Queryable,
+  scope: TelemetryScope,
+  filter: SessionFilter,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(usageSessionStatement(scope, filter), limit, offset);
   return (await db.query(text, values)).rows.map(toUsageSession);
 }
 
-export async function listIdentifierSessions(db: Queryable, scope: TelemetryScope, filter: SessionFilter, limit: number, offset: number) {
+export async function listIdentifierSessions(
+  db: Queryable,
+  scope: TelemetryScope,
+  filter: SessionFilter,
+  limit: number,
+  offset: number,
+) {
   const { text, values } = pageSql(identifierSessionStatement(scope, filter), limit, offset);
   return (await db.query(text, values)).rows.map(toIdentifierSession);
 }

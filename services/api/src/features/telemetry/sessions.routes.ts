@@ -19,7 +19,10 @@ export const sessionFilterQuery = z.object({
   ...range,
   assetId: assetIdFilter,
   identifier: identifierParam,
-  q: searchParam.meta({ description: 'Case-insensitive search over asset name, identifier, display code, device id, operator identifier and name' }),
+  q: searchParam.meta({
+    description:
+      'Case-insensitive search over asset name, identifier, display code, device id, operator identifier and name',
+  }),
 });
 
 export const operatorFilterQuery = z.object({
@@ -29,7 +32,8 @@ export const operatorFilterQuery = z.object({
   q: searchParam.meta({ description: 'Case-insensitive search over operator identifier and name' }),
 });
 
-const sessionsRange = 'Sessions overlapping [from, to) are included, even when they began before from. Default range: the last 7 days; at most 366 days.';
+const sessionsRange =
+  'Sessions overlapping [from, to) are included, even when they began before from. Default range: the last 7 days; at most 366 days.';
 
 export function sessionRoutes(deps: AppDeps): RouteSpec[] {
   return [
@@ -43,13 +47,23 @@ export function sessionRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: sessionFilterQuery.extend(paging) },
-      responses: { 200: { description: 'One page of usage sessions', schema: TelemetryUsageSessionListResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of usage sessions', schema: TelemetryUsageSessionListResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const { limit, offset, from, to, ...filter } = query;
         const resolved = resolveRange({ from, to }, rangeRules.sessions);
         const scope = scopeOf(requireApiKey(auth));
         await assertAssetFilterVisible(deps.pool, scope, filter.assetId);
-        const items = await listUsageSessions(deps.pool, scope, { ...filter, from: resolved.from, to: resolved.to }, limit, offset);
+        const items = await listUsageSessions(
+          deps.pool,
+          scope,
+          { ...filter, from: resolved.from, to: resolved.to },
+          limit,
+          offset,
+        );
         ctx.body = { items, paging: { limit, offset }, range: resolved.echo };
       },
     }),
@@ -63,13 +77,23 @@ export function sessionRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: sessionFilterQuery.extend(paging) },
-      responses: { 200: { description: 'One page of identifier sessions', schema: TelemetryIdentifierSessionListResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of identifier sessions', schema: TelemetryIdentifierSessionListResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const { limit, offset, from, to, ...filter } = query;
         const resolved = resolveRange({ from, to }, rangeRules.sessions);
         const scope = scopeOf(requireApiKey(auth));
         await assertAssetFilterVisible(deps.pool, scope, filter.assetId);
-        const items = await listIdentifierSessions(deps.pool, scope, { ...filter, from: resolved.from, to: resolved.to }, limit, offset);
+        const items = await listIdentifierSessions(
+          deps.pool,
+          scope,
+          { ...filter, from: resolved.from, to: resolved.to },
+          limit,
+          offset,
+        );
         ctx.body = { items, paging: { limit, offset }, range: resolved.echo };
       },
     }),
@@ -83,13 +107,23 @@ export function sessionRoutes(deps: AppDeps): RouteSpec[] {
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
       request: { query: operatorFilterQuery.extend(paging) },
-      responses: { 200: { description: 'One page of operators', schema: TelemetryOperatorListResponse }, ...readErrors, 404: notFound },
+      responses: {
+        200: { description: 'One page of operators', schema: TelemetryOperatorListResponse },
+        ...readErrors,
+        404: notFound,
+      },
       handler: async (ctx, { query, auth }) => {
         const { limit, offset, from, to, ...filter } = query;
         const resolved = resolveRange({ from, to }, rangeRules.sessions);
         const scope = scopeOf(requireApiKey(auth));
         await assertAssetFilterVisible(deps.pool, scope, filter.assetId);
-        const items = await listOperators(deps.pool, scope, { ...filter, from: resolved.from, to: resolved.to }, limit, offset);
+        const items = await listOperators(
+          deps.pool,
+          scope,
+          { ...filter, from: resolved.from, to: resolved.to },
+          limit,
+          offset,
+        );
         ctx.body = { items, paging: { limit, offset }, range: resolved.echo };
       },
     }),

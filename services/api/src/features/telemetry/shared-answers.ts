@@ -21,7 +21,9 @@ export const reachesPresent = (toMs: number): boolean => toMs >= Date.now() - PR
 
 /** A short, order-independent key part for a set of ids (a scope's devices or assets). */
 export function idSetKey(ids: readonly string[]): string {
-  return createHash('sha1').update([...ids].sort().join(',')).digest('base64url');
+  return createHash('sha1')
+    .update([...ids].sort().join(','))
+    .digest('base64url');
 }
 
 export interface SharedAnswerOptions {

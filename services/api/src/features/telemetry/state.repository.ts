@@ -9,7 +9,12 @@ import type { Row } from './sql.ts';
  * under `devices`. Zone membership and active alerts come from derivation. (`s.*` comes
  * first so the device's text id wins over device_state's uuid column of the same name.)
  */
-export async function readAssetState(db: Queryable, tenantId: string, assetId: string, rules: StatusRules): Promise<Record<string, unknown>> {
+export async function readAssetState(
+  db: Queryable,
+  tenantId: string,
+  assetId: string,
+  rules: StatusRules,
+): Promise<Record<string, unknown>> {
   const devices = await db.query(
     `/* api:readAssetStateDevices */
      SELECT s.*, d.device_id, d.display_name, d.enabled, ${onlineStatusSql(rules)} AS online_status, ${adcStateSql} AS adc_state,
@@ -36,7 +41,12 @@ export async function readAssetState(db: Queryable, tenantId: string, assetId: s
   );
   const primary = devices.rows[0] as Row | undefined;
   const base = {
-    geofences: zones.rows.map((zone: Row) => ({ id: zone.id, name: zone.name, type: zone.type, enteredAt: iso(zone.changed_at as Date) })),
+    geofences: zones.rows.map((zone: Row) => ({
+      id: zone.id,
+      name: zone.name,
+      type: zone.type,
+      enteredAt: iso(zone.changed_at as Date),
+    })),
     activeAlertCount: alerts.rows[0]?.active ?? 0,
     devices: devices.rows.map((device: Row) => ({
       deviceId: device.device_id,

@@ -1,5 +1,14 @@
 import type { Queryable } from '@gantry/db';
-import { assetRefColumns, assetScopeCondition, assetSearchCondition, selectList, SqlParams, toAssetRef, type Row, type TelemetryScope } from './sql.ts';
+import {
+  assetRefColumns,
+  assetScopeCondition,
+  assetSearchCondition,
+  selectList,
+  SqlParams,
+  toAssetRef,
+  type Row,
+  type TelemetryScope,
+} from './sql.ts';
 
 export type AssetRefBody = ReturnType<typeof toAssetRef>;
 
@@ -8,7 +17,12 @@ export type AssetRefBody = ReturnType<typeof toAssetRef>;
  * fleet that utilization and container work are measured over (an asset without a
  * device has no utilization to report and does not dilute the fleet's percentages).
  */
-export async function listTelemetryAssets(db: Queryable, scope: TelemetryScope, assetId?: string, q?: string): Promise<AssetRefBody[]> {
+export async function listTelemetryAssets(
+  db: Queryable,
+  scope: TelemetryScope,
+  assetId?: string,
+  q?: string,
+): Promise<AssetRefBody[]> {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope), 'EXISTS (SELECT 1 FROM devices d WHERE d.asset_id = a.id)'];
   if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);

@@ -1,4 +1,12 @@
-import { readUtilization, utilizationFigures, type GoldCoverage, type Queryable, type UtilizationQuery, type UtilizationResult, type UtilizationRow } from '@gantry/db';
+import {
+  readUtilization,
+  utilizationFigures,
+  type GoldCoverage,
+  type Queryable,
+  type UtilizationQuery,
+  type UtilizationResult,
+  type UtilizationRow,
+} from '@gantry/db';
 import type { ResolvedRange } from '../../http/query.ts';
 import type { Bucket, GroupBy } from './params.ts';
 import { round, type TelemetryScope } from './sql.ts';
@@ -78,7 +86,13 @@ function readUtilizationShared(db: Queryable, query: UtilizationQuery): Promise<
  * where nothing ran — so charts need no gap filling; per-asset rows exist only for the
  * buckets an asset has derived data in.
  */
-export async function readMetricPage(db: Queryable, scope: TelemetryScope, query: MetricQuery, limit: number | undefined, offset: number): Promise<MetricPage> {
+export async function readMetricPage(
+  db: Queryable,
+  scope: TelemetryScope,
+  query: MetricQuery,
+  limit: number | undefined,
+  offset: number,
+): Promise<MetricPage> {
   const assets = await listTelemetryAssets(db, scope, query.assetId, query.q);
   const byId = new Map(assets.map((asset) => [asset.id, asset]));
   const bucketSeconds = BUCKET_SECONDS[query.bucket];
@@ -99,18 +113,31 @@ export async function readMetricPage(db: Queryable, scope: TelemetryScope, query
     const all: MetricRow[] = [];
     const widthMs = bucketSeconds * 1000;
     for (let start = result.from.getTime(); start < result.to.getTime(); start += widthMs) {
-      const row = found.get(start) ?? { ...zeroSums, assetId: null, assetCount: 0, bucketStart: new Date(start), bucketEnd: new Date(start + widthMs) };
+      const row = found.get(start) ?? {
+        ...zeroSums,
+        assetId: null,
+        assetCount: 0,
+        bucketStart: new Date(start),
+        bucketEnd: new Date(start + widthMs),
+      };
       all.push({ ...row, asset: null, capacitySeconds: bucketSeconds * assets.length });
     }
     rows = all.slice(offset, limit === undefined ? undefined : offset + limit);
   } else {
     // In place: an export page holds 50,001 of these, so no second copy. A shared page
     // (readUtilizationShared) gets the same asset refs again: its key holds the asset set.
-    rows = result.rows.map((row) => Object.assign(row, { asset: byId.get(row.assetId as string) ?? null, capacitySeconds: bucketSeconds }));
+    rows = result.rows.map((row) =>
+      Object.assign(row, { asset: byId.get(row.assetId as string) ?? null, capacitySeconds: bucketSeconds }),
+    );
   }
   // A date-only `to` keeps the "last millisecond of the day" form of the other lists.
   const to = result.to.getTime() === query.range.to.getTime() ? query.range.echo.to : result.to.toISOString();
-  return { rows, source: result.source, aggregateRefresh: result.aggregateRefresh, echo: { from: result.from.toISOString(), to } };
+  return {
+    rows,
+    source: result.source,
+    aggregateRefresh: result.aggregateRefresh,
+    echo: { from: result.from.toISOString(), to },
+  };
 }
 
 /** The figures of one row, rounded as every answer shows them (JSON items and exports alike). */
@@ -177,7 +204,9 @@ export function toContainerWorkItem(row: MetricRow) {
 }
 
 /** Export columns of a metric: the item's number fields, as `[export column, figure]`. */
-export const utilizationExportFigures: Array<[string, keyof ReturnType<typeof metricFigures> | 'wholeEmptySeconds' | 'wholeLoadedSeconds']> = [
+export const utilizationExportFigures: Array<
+  [string, keyof ReturnType<typeof metricFigures> | 'wholeEmptySeconds' | 'wholeLoadedSeconds']
+> = [
   ['distanceM', 'distanceM'],
   ['hourmeterDelta', 'hourmeterDelta'],
   ['idlePercent', 'idlePercent'],
@@ -217,9 +246,19 @@ export function metricExportArrays(rows: MetricRow[], figures: typeof utilizatio
     assetId.push(row.asset?.id ?? null);
     const f = metricFigures(row);
     figures.forEach(([, key], index) => {
-      const value = key === 'wholeEmptySeconds' ? Math.round(row.emptySeconds) : key === 'wholeLoadedSeconds' ? Math.round(row.loadedSeconds) : f[key];
+      const value =
+        key === 'wholeEmptySeconds'
+          ? Math.round(row.emptySeconds)
+          : key === 'wholeLoadedSeconds'
+            ? Math.round(row.loadedSeconds)
+            : f[key];
       columns[index]!.push(value);
     });
   }
-  return { bucketStart, bucketEnd, assetId, figures: figures.map(([name], index) => ({ name, values: columns[index]! })) };
+  return {
+    bucketStart,
+    bucketEnd,
+    assetId,
+    figures: figures.map(([name], index) => ({ name, values: columns[index]! })),
+  };
 }

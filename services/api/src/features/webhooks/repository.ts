@@ -43,7 +43,12 @@ export async function listSubscriptions(db: Queryable, tenantId: string): Promis
   return rows.map(toWebhookSubscription);
 }
 
-export async function findSubscription(db: Queryable, tenantId: string, id: string, forUpdate = false): Promise<(WebhookSubscription & { secret: string | null }) | null> {
+export async function findSubscription(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  forUpdate = false,
+): Promise<(WebhookSubscription & { secret: string | null }) | null> {
   const { rows } = await db.query(
     `/* api:findWebhookSubscription */
      SELECT ${subscriptionColumns} FROM webhook_subscriptions
@@ -110,7 +115,11 @@ export async function softDeleteSubscription(db: Queryable, tenantId: string, id
  * Fails the deliveries of a subscription that can no longer go out (deleted, or
  * disabled — test events excepted). Attempts in flight finish and record themselves.
  */
-export async function failUndeliverable(db: Queryable, subscriptionId: string, reason: 'subscription disabled' | 'subscription deleted'): Promise<number> {
+export async function failUndeliverable(
+  db: Queryable,
+  subscriptionId: string,
+  reason: 'subscription disabled' | 'subscription deleted',
+): Promise<number> {
   const { rowCount } = await db.query(
     `/* api:failUndeliverableWebhookDeliveries */
      UPDATE webhook_deliveries
@@ -181,7 +190,11 @@ export async function listDeliveries(
   return rows.map(toWebhookDelivery);
 }
 
-export async function findDelivery(db: Queryable, tenantId: string, id: string): Promise<(WebhookDelivery & { body: string; leased: boolean }) | null> {
+export async function findDelivery(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+): Promise<(WebhookDelivery & { body: string; leased: boolean }) | null> {
   const { rows } = await db.query(
     `/* api:findWebhookDelivery */
      SELECT ${deliveryColumns}, d.body, coalesce(d.locked_until > now(), false) AS leased
@@ -212,7 +225,17 @@ export async function listAttempts(db: Queryable, deliveryId: string) {
 /** Inserts a one-off delivery (the test event) for a subscription. */
 export async function insertDelivery(
   db: Queryable,
-  input: { tenantId: string; subscriptionId: string; url: string; eventType: string; entityType: string; entityId: string | null; body: string; maxAttempts: number; createdAt: Date },
+  input: {
+    tenantId: string;
+    subscriptionId: string;
+    url: string;
+    eventType: string;
+    entityType: string;
+    entityId: string | null;
+    body: string;
+    maxAttempts: number;
+    createdAt: Date;
+  },
 ): Promise<WebhookDelivery> {
   const { rows } = await db.query(
     `/* api:createTestWebhookDelivery */
@@ -220,7 +243,17 @@ export async function insertDelivery(
        (tenant_id, subscription_id, url, event_type, entity_type, entity_id, body, max_attempts, next_attempt_at, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
      RETURNING ${deliveryColumns}`,
-    [input.tenantId, input.subscriptionId, input.url, input.eventType, input.entityType, input.entityId, input.body, input.maxAttempts, input.createdAt],
+    [
+      input.tenantId,
+      input.subscriptionId,
+      input.url,
+      input.eventType,
+      input.entityType,
+      input.entityId,
+      input.body,
+      input.maxAttempts,
+      input.createdAt,
+    ],
   );
   return toWebhookDelivery(rows[0] as Row);
 }
@@ -230,7 +263,12 @@ export async function insertDelivery(
  * finished (delivered or failed) gets a fresh budget of attempts; numbering continues.
  * Returns null when it is in flight right now.
  */
-export async function scheduleRedelivery(db: Queryable, tenantId: string, id: string, maxAttempts: number): Promise<WebhookDelivery | null> {
+export async function scheduleRedelivery(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  maxAttempts: number,
+): Promise<WebhookDelivery | null> {
   const { rows } = await db.query(
     `/* api:redeliverWebhookDelivery */
      UPDATE webhook_deliveries d

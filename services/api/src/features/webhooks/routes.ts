@@ -26,7 +26,11 @@ const badRequest = { description: 'Invalid parameter or body', schema: ErrorResp
 const notFound = { description: 'No such object in this tenant', schema: ErrorResponse };
 
 const WebhookSubscriptionUpdated = WebhookSubscription.extend({
-  secret: z.string().nullable().optional().meta({ description: 'Present only when this call set or rotated the secret' }),
+  secret: z
+    .string()
+    .nullable()
+    .optional()
+    .meta({ description: 'Present only when this call set or rotated the secret' }),
 });
 
 /** The spec's Webhooks part. Subscriptions and deliveries need a tenant-wide key (DESIGN §4). */
@@ -56,7 +60,11 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       tags,
       auth: 'apiKey',
       tenantKeyOnly: true,
-      responses: { 200: { description: 'Subscriptions', schema: WebhookSubscriptionListResponse }, 401: unauthorized, 403: forbidden },
+      responses: {
+        200: { description: 'Subscriptions', schema: WebhookSubscriptionListResponse },
+        401: unauthorized,
+        403: forbidden,
+      },
       handler: async (ctx, { auth }) => {
         ctx.body = { items: await webhooks.listSubscriptions(service, requireApiKey(auth).tenantId) };
       },
@@ -96,7 +104,13 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       tenantKeyOnly: true,
       request: { params: idParams },
-      responses: { 200: { description: 'The subscription', schema: WebhookSubscription }, 400: badRequest, 401: unauthorized, 403: forbidden, 404: notFound },
+      responses: {
+        200: { description: 'The subscription', schema: WebhookSubscription },
+        400: badRequest,
+        401: unauthorized,
+        403: forbidden,
+        404: notFound,
+      },
       handler: async (ctx, { auth, params }) => {
         ctx.body = await webhooks.getSubscription(service, requireApiKey(auth).tenantId, params.id);
       },
@@ -136,7 +150,13 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       tenantKeyOnly: true,
       request: { params: idParams },
-      responses: { 200: { description: 'Deleted', schema: DeleteResponse }, 400: badRequest, 401: unauthorized, 403: forbidden, 404: notFound },
+      responses: {
+        200: { description: 'Deleted', schema: DeleteResponse },
+        400: badRequest,
+        401: unauthorized,
+        403: forbidden,
+        404: notFound,
+      },
       handler: async (ctx, { auth, params }) => {
         ctx.body = await webhooks.deleteSubscription(service, requireApiKey(auth).tenantId, params.id);
       },
@@ -154,7 +174,13 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       tenantKeyOnly: true,
       request: { params: idParams },
-      responses: { 202: { description: 'The queued delivery', schema: WebhookDelivery }, 400: badRequest, 401: unauthorized, 403: forbidden, 404: notFound },
+      responses: {
+        202: { description: 'The queued delivery', schema: WebhookDelivery },
+        400: badRequest,
+        401: unauthorized,
+        403: forbidden,
+        404: notFound,
+      },
       handler: async (ctx, { auth, params }) => {
         ctx.status = 202;
         ctx.body = await webhooks.sendTestEvent(service, requireApiKey(auth).tenantId, params.id);
@@ -171,7 +197,12 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       tenantKeyOnly: true,
       request: { query: WebhookDeliveryListQuery },
-      responses: { 200: { description: 'Deliveries', schema: WebhookDeliveryListResponse }, 400: badRequest, 401: unauthorized, 403: forbidden },
+      responses: {
+        200: { description: 'Deliveries', schema: WebhookDeliveryListResponse },
+        400: badRequest,
+        401: unauthorized,
+        403: forbidden,
+      },
       handler: async (ctx, { auth, query }) => {
         ctx.body = await webhooks.listDeliveries(service, requireApiKey(auth).tenantId, query);
       },
@@ -186,7 +217,13 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       auth: 'apiKey',
       tenantKeyOnly: true,
       request: { params: idParams },
-      responses: { 200: { description: 'The delivery', schema: WebhookDeliveryDetail }, 400: badRequest, 401: unauthorized, 403: forbidden, 404: notFound },
+      responses: {
+        200: { description: 'The delivery', schema: WebhookDeliveryDetail },
+        400: badRequest,
+        401: unauthorized,
+        403: forbidden,
+        404: notFound,
+      },
       handler: async (ctx, { auth, params }) => {
         ctx.body = await webhooks.getDelivery(service, requireApiKey(auth).tenantId, params.id);
       },
@@ -210,7 +247,10 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
         401: unauthorized,
         403: forbidden,
         404: notFound,
-        409: { description: 'Being attempted right now, or its subscription is disabled or deleted', schema: ErrorResponse },
+        409: {
+          description: 'Being attempted right now, or its subscription is disabled or deleted',
+          schema: ErrorResponse,
+        },
       },
       handler: async (ctx, { auth, params }) => {
         ctx.status = 202;

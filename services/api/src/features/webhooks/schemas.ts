@@ -10,7 +10,9 @@ export const WebhookEvent = z
   .object({
     id: z.string().meta({ description: 'Event name', example: 'service_request.created' }),
     label: z.string().meta({ description: 'Human label', example: 'Service request created' }),
-    entityType: z.string().meta({ description: 'entityType of the payloads of this event', example: 'service_request' }),
+    entityType: z
+      .string()
+      .meta({ description: 'entityType of the payloads of this event', example: 'service_request' }),
   })
   .meta({ id: 'WebhookEvent' });
 
@@ -23,28 +25,48 @@ export const WebhookDeliveryContract = z
     timestampHeader: z.string().meta({ example: 'X-Service-Webhook-Timestamp' }),
     idHeader: z.string().meta({ example: 'X-Service-Webhook-Id' }),
     attemptHeader: z.string().meta({ example: 'X-Service-Webhook-Attempt' }),
-    headers: z.array(z.string()).meta({ description: 'Headers every delivery carries (the signature one when a secret is set)' }),
+    headers: z
+      .array(z.string())
+      .meta({ description: 'Headers every delivery carries (the signature one when a secret is set)' }),
     signatureAlgorithm: z.literal('hmac-sha256'),
     signedContent: z.literal('raw_body'),
     successStatusCodes: z.array(z.string()).meta({ example: ['2xx'] }),
     retryStrategy: z
       .object({
         maxAttempts: z.number().int().meta({ example: 3 }),
-        backoffSeconds: z.array(z.number().int()).meta({ description: 'Wait before attempt n+1 after attempt n failed; the last value repeats', example: [15, 60] }),
+        backoffSeconds: z
+          .array(z.number().int())
+          .meta({
+            description: 'Wait before attempt n+1 after attempt n failed; the last value repeats',
+            example: [15, 60],
+          }),
       })
       .meta({ id: 'WebhookRetryStrategy' }),
-    timeoutSeconds: z.number().int().meta({ description: 'An attempt with no response status within this time has failed', example: 10 }),
-    testEvent: z.string().meta({ description: 'Event name of the test event sent by POST /webhooks/subscriptions/{id}/test', example: WEBHOOK_TEST_EVENT }),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .meta({ description: 'An attempt with no response status within this time has failed', example: 10 }),
+    testEvent: z
+      .string()
+      .meta({
+        description: 'Event name of the test event sent by POST /webhooks/subscriptions/{id}/test',
+        example: WEBHOOK_TEST_EVENT,
+      }),
   })
   .meta({ id: 'WebhookDeliveryContract' });
 
-export const WebhookPayloadShape = z
-  .record(z.string(), z.string())
-  .meta({
-    id: 'WebhookPayloadShape',
-    description: 'Each field of a delivery body with its type',
-    example: { event: 'string', entityType: 'string', entityId: 'uuid, nullable', tenantId: 'uuid', createdAt: 'date-time, nullable', data: 'object' },
-  });
+export const WebhookPayloadShape = z.record(z.string(), z.string()).meta({
+  id: 'WebhookPayloadShape',
+  description: 'Each field of a delivery body with its type',
+  example: {
+    event: 'string',
+    entityType: 'string',
+    entityId: 'uuid, nullable',
+    tenantId: 'uuid',
+    createdAt: 'date-time, nullable',
+    data: 'object',
+  },
+});
 
 export const WebhookEventListResponse = z
   .object({ items: z.array(WebhookEvent), delivery: WebhookDeliveryContract, payload: WebhookPayloadShape })
@@ -70,7 +92,12 @@ export const WebhookSubscription = z
     enabled: z.boolean(),
     events: z.array(z.string()),
     secretSet: z.boolean(),
-    secretPreview: z.string().meta({ description: 'Masked preview of the secret (empty when none is set); the secret itself is never returned', example: 'whsec_****9f3a' }),
+    secretPreview: z
+      .string()
+      .meta({
+        description: 'Masked preview of the secret (empty when none is set); the secret itself is never returned',
+        example: 'whsec_****9f3a',
+      }),
     createdAt: dateTime,
     updatedAt: dateTime,
   })
@@ -81,10 +108,14 @@ export const WebhookSubscriptionWithSecret = WebhookSubscription.extend({
   secret: z
     .string()
     .nullable()
-    .meta({ description: 'The signing secret, in this answer only; store it now. Null when the subscription has none.' }),
+    .meta({
+      description: 'The signing secret, in this answer only; store it now. Null when the subscription has none.',
+    }),
 }).meta({ id: 'WebhookSubscriptionWithSecret' });
 
-export const WebhookSubscriptionListResponse = z.object({ items: z.array(WebhookSubscription) }).meta({ id: 'WebhookSubscriptionListResponse' });
+export const WebhookSubscriptionListResponse = z
+  .object({ items: z.array(WebhookSubscription) })
+  .meta({ id: 'WebhookSubscriptionListResponse' });
 
 const eventName = z.enum(webhookEventTypes, { error: `must be one of ${webhookEventTypes.join(', ')}` });
 const eventList = z
@@ -103,7 +134,10 @@ const secretValue = z
 export const WebhookSubscriptionCreate = z
   .object({
     name: subscriptionName.optional().meta({ description: 'Defaults to the URL host' }),
-    url: subscriptionUrl.meta({ description: 'http(s) URL receiving the POSTs', example: 'https://example.com/hooks/gantry' }),
+    url: subscriptionUrl.meta({
+      description: 'http(s) URL receiving the POSTs',
+      example: 'https://example.com/hooks/gantry',
+    }),
     events: eventList.meta({ description: 'Event names from the catalog' }),
     enabled: z.boolean().default(true),
     secret: secretValue
@@ -121,9 +155,15 @@ export const WebhookSubscriptionUpdate = z
     events: eventList.optional(),
     enabled: z.boolean().optional(),
     secret: secretValue.nullable().optional().meta({ description: 'A new secret, or null to stop signing' }),
-    rotateSecret: z.boolean().optional().meta({ description: 'true → a new secret is generated and returned in this answer' }),
+    rotateSecret: z
+      .boolean()
+      .optional()
+      .meta({ description: 'true → a new secret is generated and returned in this answer' }),
   })
-  .refine((body) => !(body.rotateSecret && body.secret !== undefined), { message: 'give either secret or rotateSecret, not both', path: ['rotateSecret'] })
+  .refine((body) => !(body.rotateSecret && body.secret !== undefined), {
+    message: 'give either secret or rotateSecret, not both',
+    path: ['rotateSecret'],
+  })
   .meta({ id: 'WebhookSubscriptionUpdateRequest' });
 export type WebhookSubscriptionUpdate = z.infer<typeof WebhookSubscriptionUpdate>;
 
@@ -136,10 +176,19 @@ export const WebhookDelivery = z
     url: z.string().meta({ description: 'URL of the latest attempt (the subscription URL at that time)' }),
     eventType: z.string(),
     entityType: z.string(),
-    status: z.enum(deliveryStatuses).meta({ description: 'pending (not attempted yet), retrying (an attempt failed, another is scheduled), delivered or failed' }),
+    status: z
+      .enum(deliveryStatuses)
+      .meta({
+        description:
+          'pending (not attempted yet), retrying (an attempt failed, another is scheduled), delivered or failed',
+      }),
     error: z.string().meta({ description: 'Error of the latest attempt; empty when it succeeded or none was made' }),
     entityId: z.uuid().nullable(),
-    httpStatus: z.number().int().nullable().meta({ description: 'Response status of the latest attempt; null when none came' }),
+    httpStatus: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'Response status of the latest attempt; null when none came' }),
     attemptCount: z.number().int(),
     maxAttempts: z.number().int(),
     createdAt: nullableDateTime,
@@ -150,7 +199,9 @@ export const WebhookDelivery = z
   .meta({ id: 'WebhookDelivery' });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
-export const WebhookDeliveryListResponse = z.object({ items: z.array(WebhookDelivery), paging: Paging }).meta({ id: 'WebhookDeliveryListResponse' });
+export const WebhookDeliveryListResponse = z
+  .object({ items: z.array(WebhookDelivery), paging: Paging })
+  .meta({ id: 'WebhookDeliveryListResponse' });
 
 export const WebhookDeliveryAttempt = z
   .object({
@@ -174,8 +225,12 @@ export const WebhookDeliveryListQuery = z.object({
   eventType: z.enum(knownEventTypes, { error: `must be one of ${knownEventTypes.join(', ')}` }).optional(),
   status: z.enum(deliveryStatuses, { error: `must be one of ${deliveryStatuses.join(', ')}` }).optional(),
   entityId: z.uuid('must be a UUID').optional().meta({ description: 'Only deliveries about this entity' }),
-  from: timeParam.optional().meta({ description: 'Deliveries created at or after (YYYY-MM-DD = start of that UTC day)' }),
-  to: timeParam.optional().meta({ description: 'Deliveries created before (a date-only value includes that whole day)' }),
+  from: timeParam
+    .optional()
+    .meta({ description: 'Deliveries created at or after (YYYY-MM-DD = start of that UTC day)' }),
+  to: timeParam
+    .optional()
+    .meta({ description: 'Deliveries created before (a date-only value includes that whole day)' }),
   limit: limitParam,
   offset: offsetParam,
 });

@@ -59,7 +59,11 @@ export function generateSecret(): string {
 
 async function assertAcceptableUrl(config: Pick<Config, 'webhooks'>, url: string): Promise<void> {
   const problem = await checkWebhookUrl(url, { allowPrivateTargets: config.webhooks.allowPrivateTargets });
-  if (problem) throw new ValidationError(`invalid body field url: ${problem.message}`, problem.reason === 'private' ? 'private_webhook_target' : 'invalid_body');
+  if (problem)
+    throw new ValidationError(
+      `invalid body field url: ${problem.message}`,
+      problem.reason === 'private' ? 'private_webhook_target' : 'invalid_body',
+    );
 }
 
 export function listSubscriptions(deps: WebhookDeps, tenantId: string): Promise<WebhookSubscription[]> {
@@ -81,14 +85,28 @@ export async function createSubscription(deps: WebhookDeps, tenantId: string, in
     // Serialises creations per tenant so the limit holds under concurrent calls.
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook_subscriptions:${tenantId}`]);
     if ((await repository.countSubscriptions(client, tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
-      throw new ConflictError(`a tenant may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions`, 'subscription_limit');
+      throw new ConflictError(
+        `a tenant may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions`,
+        'subscription_limit',
+      );
     }
-    const subscription = await repository.insertSubscription(client, tenantId, { name, url: input.url, events: input.events, enabled: input.enabled, secret });
+    const subscription = await repository.insertSubscription(client, tenantId, {
+      name,
+      url: input.url,
+      events: input.events,
+      enabled: input.enabled,
+      secret,
+    });
     return { ...subscription, secret };
   });
 }
 
-export async function updateSubscription(deps: WebhookDeps, tenantId: string, id: string, input: WebhookSubscriptionUpdate) {
+export async function updateSubscription(
+  deps: WebhookDeps,
+  tenantId: string,
+  id: string,
+  input: WebhookSubscriptionUpdate,
+) {
   if (input.url !== undefined) await assertAcceptableUrl(deps.config, input.url);
   return withTransaction(deps.pool, async (client) => {
     const current = await repository.findSubscription(client, tenantId, id, true);
@@ -111,7 +129,8 @@ export async function updateSubscription(deps: WebhookDeps, tenantId: string, id
 
 export async function deleteSubscription(deps: WebhookDeps, tenantId: string, id: string) {
   return withTransaction(deps.pool, async (client) => {
-    if (!(await repository.softDeleteSubscription(client, tenantId, id))) throw new NotFoundError(`no webhook subscription ${id}`);
+    if (!(await repository.softDeleteSubscription(client, tenantId, id)))
+      throw new NotFoundError(`no webhook subscription ${id}`);
     await repository.failUndeliverable(client, id, 'subscription deleted');
     return { id, deleted: true };
   });
@@ -158,7 +177,11 @@ export async function getDelivery(deps: WebhookDeps, tenantId: string, id: strin
   const delivery = await repository.findDelivery(deps.pool, tenantId, id);
   if (!delivery) throw new NotFoundError(`no webhook delivery ${id}`);
   const { body, leased: _leased, ...visible } = delivery;
-  return { ...visible, payload: JSON.parse(body) as Record<string, unknown>, attempts: await repository.listAttempts(deps.pool, id) };
+  return {
+    ...visible,
+    payload: JSON.parse(body) as Record<string, unknown>,
+    attempts: await repository.listAttempts(deps.pool, id),
+  };
 }
 
 /** Sends a delivery again with the same id and body (see scheduleRedelivery). */
@@ -170,7 +193,13 @@ export async function redeliver(deps: WebhookDeps, tenantId: string, id: string)
   if (!subscription.enabled && delivery.eventType !== WEBHOOK_TEST_EVENT) {
     throw new ConflictError('the subscription of this delivery is disabled; enable it first', 'subscription_disabled');
   }
-  const scheduled = delivery.leased ? null : await repository.scheduleRedelivery(deps.pool, tenantId, id, deps.config.webhooks.maxAttempts);
-  if (!scheduled) throw new ConflictError('this delivery is being attempted right now; try again when the attempt finished', 'delivery_in_progress');
+  const scheduled = delivery.leased
+    ? null
+    : await repository.scheduleRedelivery(deps.pool, tenantId, id, deps.config.webhooks.maxAttempts);
+  if (!scheduled)
+    throw new ConflictError(
+      'this delivery is being attempted right now; try again when the attempt finished',
+      'delivery_in_progress',
+    );
   return scheduled;
 }

@@ -17,7 +17,11 @@ export const derivationMetrics = {
   ),
   newestLagSeconds: once(
     'gantry_derivation_last_lag_seconds',
-    () => new Gauge({ name: 'gantry_derivation_last_lag_seconds', help: 'Derivation lag of the most recent run (largest over its devices)' }),
+    () =>
+      new Gauge({
+        name: 'gantry_derivation_last_lag_seconds',
+        help: 'Derivation lag of the most recent run (largest over its devices)',
+      }),
   ),
   dirtyDevices: once(
     'gantry_derivation_dirty_devices',
@@ -25,15 +29,28 @@ export const derivationMetrics = {
   ),
   readings: once(
     'gantry_derivation_readings_total',
-    () => new Counter({ name: 'gantry_derivation_readings_total', help: 'Readings consumed by derivation (re-reads included)' }),
+    () =>
+      new Counter({
+        name: 'gantry_derivation_readings_total',
+        help: 'Readings consumed by derivation (re-reads included)',
+      }),
   ),
   devices: once(
     'gantry_derivation_device_runs_total',
-    () => new Counter({ name: 'gantry_derivation_device_runs_total', help: 'Device derivations, by path (carry, checkpoint, scratch)', labelNames: ['path'] }),
+    () =>
+      new Counter({
+        name: 'gantry_derivation_device_runs_total',
+        help: 'Device derivations, by path (carry, checkpoint, scratch)',
+        labelNames: ['path'],
+      }),
   ),
   failures: once(
     'gantry_derivation_device_failures_total',
-    () => new Counter({ name: 'gantry_derivation_device_failures_total', help: 'Device derivations that threw and were put back in the queue' }),
+    () =>
+      new Counter({
+        name: 'gantry_derivation_device_failures_total',
+        help: 'Device derivations that threw and were put back in the queue',
+      }),
   ),
   runSeconds: once(
     'gantry_derivation_run_seconds',
@@ -46,6 +63,11 @@ export const derivationMetrics = {
   ),
   alerts: once(
     'gantry_geofence_alerts_total',
-    () => new Counter({ name: 'gantry_geofence_alerts_total', help: 'Geofence alerts opened and resolved', labelNames: ['change'] }),
+    () =>
+      new Counter({
+        name: 'gantry_geofence_alerts_total',
+        help: 'Geofence alerts opened and resolved',
+        labelNames: ['change'],
+      }),
   ),
 };

@@ -72,7 +72,10 @@ export async function loadDerivationStates(db: Queryable, deviceIds: string[]): 
 }
 
 /** The newest checkpoint at or before each device's late reading (null: derive from scratch). */
-export async function loadCheckpoints(db: Queryable, wanted: Array<{ deviceId: string; before: number }>): Promise<Map<string, Carry>> {
+export async function loadCheckpoints(
+  db: Queryable,
+  wanted: Array<{ deviceId: string; before: number }>,
+): Promise<Map<string, Carry>> {
   if (wanted.length === 0) return new Map();
   const { rows } = await db.query<{ device_id: string; carry: unknown }>(
     `/* worker:loadCheckpoints */
@@ -161,7 +164,12 @@ export async function loadReadings(
                       ORDER BY r.ts, r.type
                       LIMIT $3) r) AS columns
        FROM unnest($1::uuid[], $2::timestamptz[]) AS w(device_id, from_ts)`,
-    [wanted.map((w) => w.deviceId), wanted.map((w) => toTimestamp(w.from)), limit, toTimestamp(Math.min(...wanted.map((w) => w.from)))],
+    [
+      wanted.map((w) => w.deviceId),
+      wanted.map((w) => toTimestamp(w.from)),
+      limit,
+      toTimestamp(Math.min(...wanted.map((w) => w.from))),
+    ],
   );
   for (const row of rows) {
     if (row.columns === null) continue;
@@ -237,7 +245,12 @@ export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]
   await client.query(`/* worker:deleteUsageSessions */ ${usage.text}`, usage.values);
   const ident = statement('identifier_sessions', 'identifierSessions', '');
   await client.query(`/* worker:deleteIdentifierSessions */ ${ident.text}`, ident.values);
-  return removed.rows.map((row) => ({ tenantId: row.tenant_id, assetId: row.asset_id, start: row.first.getTime(), end: row.last.getTime() }));
+  return removed.rows.map((row) => ({
+    tenantId: row.tenant_id,
+    assetId: row.asset_id,
+    start: row.first.getTime(),
+    end: row.last.getTime(),
+  }));
 }
 
 function columns<T>(rows: T[], pick: Array<(row: T) => unknown>): unknown[][] {
@@ -402,7 +415,11 @@ export async function saveDerivationState(client: PoolClient, outputs: DeviceOut
        INSERT INTO derivation_checkpoints (device_id, at, carry)
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::jsonb[])
        ON CONFLICT (device_id, at) DO UPDATE SET carry = EXCLUDED.carry`,
-      [checkpoints.map((c) => c.deviceId), checkpoints.map((c) => toTimestamp(c.carry.at)), checkpoints.map((c) => JSON.stringify(c.carry))],
+      [
+        checkpoints.map((c) => c.deviceId),
+        checkpoints.map((c) => toTimestamp(c.carry.at)),
+        checkpoints.map((c) => JSON.stringify(c.carry)),
+      ],
     );
   }
   await client.query(
@@ -435,12 +452,16 @@ export async function settleClaims(client: PoolClient, outputs: DeviceOutput[]):
   if (outputs.length === 0) return;
   // Every row this settles, locked first and in device order, as ingest's markDirty takes
   // them; the statements below then wait for nothing (they used to deadlock with ingest).
-  await client.query(`/* worker:lockClaimedRows */ SELECT 1 FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) ORDER BY device_id FOR UPDATE`, [
-    outputs.map((o) => o.deviceId),
-  ]);
+  await client.query(
+    `/* worker:lockClaimedRows */ SELECT 1 FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) ORDER BY device_id FOR UPDATE`,
+    [outputs.map((o) => o.deviceId)],
+  );
   const done = outputs.filter((o) => o.continueFrom === null).map((o) => o.deviceId);
   if (done.length > 0) {
-    await client.query(`/* worker:dequeueDerived */ DELETE FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) AND new_from = 'infinity'`, [done]);
+    await client.query(
+      `/* worker:dequeueDerived */ DELETE FROM derivation_queue WHERE device_id = ANY ($1::uuid[]) AND new_from = 'infinity'`,
+      [done],
+    );
     await client.query(
       `/* worker:requeueMarkedMeanwhile */
        UPDATE derivation_queue SET dirty_from = new_from, new_from = 'infinity', marked_at = now() WHERE device_id = ANY ($1::uuid[])`,
@@ -518,6 +539,8 @@ export async function pruneCheckpoints(db: Queryable, hourlyDays: number): Promi
 }
 
 export async function countDirtyDevices(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ count: number }>(`/* worker:countDirtyDevices */ SELECT count(*)::int AS count FROM derivation_queue`);
+  const { rows } = await db.query<{ count: number }>(
+    `/* worker:countDirtyDevices */ SELECT count(*)::int AS count FROM derivation_queue`,
+  );
   return rows[0]?.count ?? 0;
 }

@@ -1,7 +1,14 @@
 import type { Config } from '@gantry/config';
 import { inTransaction, type Outbox, type Pool } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
-import { derive, derivationOptionsSchema, type Carry, type DerivationOptions, type DeriveResult, type Reading } from '@gantry/telemetry-core';
+import {
+  derive,
+  derivationOptionsSchema,
+  type Carry,
+  type DerivationOptions,
+  type DeriveResult,
+  type Reading,
+} from '@gantry/telemetry-core';
 import { applyGeofenceTransitions, type DeviceTransitions } from '../geofences/alerts.ts';
 import { loadEnabledZones, type TenantZone } from '../geofences/repository.ts';
 import type { PoolClient } from '@gantry/db';
@@ -111,7 +118,10 @@ async function deriveClaimed(
     if (carry && device.dirtyFrom >= carry.at) starts.set(device.deviceId, { carry, path: 'carry' });
     else late.push({ deviceId: device.deviceId, before: device.dirtyFrom });
   }
-  const checkpoints = await loadCheckpoints(client, late.filter((entry) => Number.isFinite(entry.before)));
+  const checkpoints = await loadCheckpoints(
+    client,
+    late.filter((entry) => Number.isFinite(entry.before)),
+  );
   for (const { deviceId } of late) {
     const checkpoint = checkpoints.get(deviceId) ?? null;
     starts.set(deviceId, { carry: checkpoint, path: checkpoint ? 'checkpoint' : 'scratch' });
@@ -124,7 +134,8 @@ async function deriveClaimed(
     perDevice,
   );
   const { zones, invalid } = await loadEnabledZones(client, [...new Set(claimed.map((device) => device.tenantId))]);
-  if (invalid.length > 0) deps.logger.warn({ geofences: invalid }, 'geofences with invalid stored geometry are not evaluated');
+  if (invalid.length > 0)
+    deps.logger.warn({ geofences: invalid }, 'geofences with invalid stored geometry are not evaluated');
   const zonesById = new Map<string, TenantZone>(zones.map((zone) => [zone.id, zone]));
 
   const at = now();
@@ -171,7 +182,12 @@ async function deriveClaimed(
       continueFrom: more ? result.carry.at : null,
     });
     if (result.geofenceTransitions.length > 0) {
-      transitions.push({ tenantId: device.tenantId, deviceId: device.deviceId, transitions: result.geofenceTransitions, lastReadingTs: result.lastReadingTs });
+      transitions.push({
+        tenantId: device.tenantId,
+        deviceId: device.deviceId,
+        transitions: result.geofenceTransitions,
+        lastReadingTs: result.lastReadingTs,
+      });
     }
     invalidations.push(...readingInvalidations(device, list));
     if (result.lastReadingTs !== null && list.length > 0) {
@@ -198,7 +214,10 @@ async function deriveClaimed(
   }
   if (failed.length > 0) {
     // To the back of the queue, so one bad device does not hold up the others.
-    await client.query(`/* worker:requeueFailed */ UPDATE derivation_queue SET marked_at = now() WHERE device_id = ANY ($1::uuid[])`, [failed]);
+    await client.query(
+      `/* worker:requeueFailed */ UPDATE derivation_queue SET marked_at = now() WHERE device_id = ANY ($1::uuid[])`,
+      [failed],
+    );
   }
   await settleClaims(client, outputs);
   return { devices: outputs.length, readings: readingCount, lagSeconds };
@@ -258,7 +277,10 @@ function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Inval
 }
 
 /** Hours of utilization_hourly whose segments were replaced or written, per asset. */
-function segmentInvalidations(outputs: DeviceOutput[], removed: Array<{ tenantId: string; assetId: string; start: number; end: number }>): Invalidation[] {
+function segmentInvalidations(
+  outputs: DeviceOutput[],
+  removed: Array<{ tenantId: string; assetId: string; start: number; end: number }>,
+): Invalidation[] {
   const ranges = new Map<string, { tenantId: string; assetId: string; first: number; last: number }>();
   const note = (tenantId: string, assetId: string, first: number, last: number) => {
     const key = `${tenantId}|${assetId}`;
@@ -270,7 +292,8 @@ function segmentInvalidations(outputs: DeviceOutput[], removed: Array<{ tenantId
   };
   for (const range of removed) note(range.tenantId, range.assetId, range.start, range.end);
   for (const output of outputs) {
-    for (const segment of output.segments) if (segment.assetId) note(output.tenantId, segment.assetId, segment.start, segment.start);
+    for (const segment of output.segments)
+      if (segment.assetId) note(output.tenantId, segment.assetId, segment.start, segment.start);
   }
   return [...ranges.values()].map((range) => ({
     relation: 'utilization_hourly',

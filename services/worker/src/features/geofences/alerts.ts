@@ -47,13 +47,17 @@ export async function applyGeofenceTransitions(
   const usable = all.filter((entry) => zones.has(entry.transition.geofenceId) && assets.has(entry.transition.assetId));
   const pairs = new Map<string, { geofenceId: string; assetId: string }>();
   for (const { transition } of usable) {
-    pairs.set(membershipKey(transition.geofenceId, transition.assetId), { geofenceId: transition.geofenceId, assetId: transition.assetId });
+    pairs.set(membershipKey(transition.geofenceId, transition.assetId), {
+      geofenceId: transition.geofenceId,
+      assetId: transition.assetId,
+    });
   }
   if (pairs.size === 0) return outcome;
   const { memberships, alerts } = await lockZoneStates(client, [...pairs.values()]);
   usable.sort((a, b) => a.transition.ts - b.transition.ts);
   const lastOfRun = new Map<string, GeofenceTransition>();
-  for (const { device, transition } of usable) lastOfRun.set(`${device.deviceId}|${membershipKey(transition.geofenceId, transition.assetId)}`, transition);
+  for (const { device, transition } of usable)
+    lastOfRun.set(`${device.deviceId}|${membershipKey(transition.geofenceId, transition.assetId)}`, transition);
 
   for (const { device, transition } of usable) {
     const zone = zones.get(transition.geofenceId)!;
@@ -117,7 +121,19 @@ export async function applyGeofenceTransitions(
         entityType: 'geofence_alert',
         entityId: id,
         customerName: asset.customerName,
-        data: alertPayload({ id, zone, asset, alertType, status: 'open', isActive: true, createdAt: transition.ts, acknowledgedAt: null, resolvedAt: null, latitude: transition.latitude, longitude: transition.longitude }),
+        data: alertPayload({
+          id,
+          zone,
+          asset,
+          alertType,
+          status: 'open',
+          isActive: true,
+          createdAt: transition.ts,
+          acknowledgedAt: null,
+          resolvedAt: null,
+          latitude: transition.latitude,
+          longitude: transition.longitude,
+        }),
       });
       outcome.opened += 1;
     } else if (!violation && active) {

@@ -8,8 +8,18 @@ export interface TenantZone extends GeofenceZone {
 }
 
 /** Enabled zones of the given tenants; a zone whose stored geometry fails validation is skipped. */
-export async function loadEnabledZones(db: Queryable, tenantIds: string[]): Promise<{ zones: TenantZone[]; invalid: string[] }> {
-  const { rows } = await db.query<{ id: string; tenant_id: string; name: string; type: 'allowed' | 'forbidden'; geometry: unknown; bbox: number[] }>(
+export async function loadEnabledZones(
+  db: Queryable,
+  tenantIds: string[],
+): Promise<{ zones: TenantZone[]; invalid: string[] }> {
+  const { rows } = await db.query<{
+    id: string;
+    tenant_id: string;
+    name: string;
+    type: 'allowed' | 'forbidden';
+    geometry: unknown;
+    bbox: number[];
+  }>(
     `/* worker:loadEnabledZones */
      SELECT id, tenant_id, name, type, geometry, bbox FROM geofences WHERE enabled AND tenant_id = ANY ($1::uuid[])`,
     [tenantIds],
@@ -22,7 +32,14 @@ export async function loadEnabledZones(db: Queryable, tenantIds: string[]): Prom
       invalid.push(row.id);
       continue;
     }
-    zones.push({ id: row.id, tenantId: row.tenant_id, name: row.name, type: row.type, geometry: geometry.data, bbox: row.bbox });
+    zones.push({
+      id: row.id,
+      tenantId: row.tenant_id,
+      name: row.name,
+      type: row.type,
+      geometry: geometry.data,
+      bbox: row.bbox,
+    });
   }
   return { zones, invalid };
 }
@@ -53,7 +70,13 @@ export async function lockZoneStates(
 ): Promise<{ memberships: Map<string, Membership>; alerts: Map<string, ActiveAlert> }> {
   const geofenceIds = pairs.map((p) => p.geofenceId);
   const assetIds = pairs.map((p) => p.assetId);
-  const memberships = await client.query<{ geofence_id: string; asset_id: string; inside: boolean; changed_at: Date; device_id: string }>(
+  const memberships = await client.query<{
+    geofence_id: string;
+    asset_id: string;
+    inside: boolean;
+    changed_at: Date;
+    device_id: string;
+  }>(
     `/* worker:lockMemberships */
      SELECT m.geofence_id, m.asset_id, m.inside, m.changed_at, m.device_id
        FROM geofence_memberships m JOIN unnest($1::uuid[], $2::uuid[]) AS p(geofence_id, asset_id)
@@ -82,7 +105,12 @@ export async function lockZoneStates(
     [geofenceIds, assetIds],
   );
   return {
-    memberships: new Map(memberships.rows.map((row) => [key(row.geofence_id, row.asset_id), { inside: row.inside, changedAt: row.changed_at.getTime(), deviceId: row.device_id }])),
+    memberships: new Map(
+      memberships.rows.map((row) => [
+        key(row.geofence_id, row.asset_id),
+        { inside: row.inside, changedAt: row.changed_at.getTime(), deviceId: row.device_id },
+      ]),
+    ),
     alerts: new Map(
       alerts.rows.map((row) => [
         key(row.geofence_id, row.asset_id),
@@ -115,14 +143,32 @@ export async function saveMembership(
 
 export async function insertAlert(
   client: PoolClient,
-  row: { tenantId: string; geofenceId: string; assetId: string; deviceId: string; alertType: string; createdAt: number; latitude: number; longitude: number },
+  row: {
+    tenantId: string;
+    geofenceId: string;
+    assetId: string;
+    deviceId: string;
+    alertType: string;
+    createdAt: number;
+    latitude: number;
+    longitude: number;
+  },
 ): Promise<string> {
   const { rows } = await client.query<{ id: string }>(
     `/* worker:openGeofenceAlert */
      INSERT INTO geofence_alerts (tenant_id, geofence_id, asset_id, device_id, alert_type, latitude, longitude, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      RETURNING id`,
-    [row.tenantId, row.geofenceId, row.assetId, row.deviceId, row.alertType, row.latitude, row.longitude, new Date(row.createdAt)],
+    [
+      row.tenantId,
+      row.geofenceId,
+      row.assetId,
+      row.deviceId,
+      row.alertType,
+      row.latitude,
+      row.longitude,
+      new Date(row.createdAt),
+    ],
   );
   return rows[0]!.id;
 }

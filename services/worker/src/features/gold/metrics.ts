@@ -17,10 +17,20 @@ export const goldMetrics = {
   ),
   invalidations: once(
     'gantry_gold_invalidations_applied_total',
-    () => new Counter({ name: 'gantry_gold_invalidations_applied_total', help: 'Invalidation log rows applied to gold', labelNames: ['relation'] }),
+    () =>
+      new Counter({
+        name: 'gantry_gold_invalidations_applied_total',
+        help: 'Invalidation log rows applied to gold',
+        labelNames: ['relation'],
+      }),
   ),
   failures: once(
     'gantry_gold_refresh_failures_total',
-    () => new Counter({ name: 'gantry_gold_refresh_failures_total', help: 'Gold refreshes that failed', labelNames: ['relation'] }),
+    () =>
+      new Counter({
+        name: 'gantry_gold_refresh_failures_total',
+        help: 'Gold refreshes that failed',
+        labelNames: ['relation'],
+      }),
   ),
 };

@@ -1,4 +1,12 @@
-import { goldDefinition, goldRelation, withTransaction, type Pool, type PoolClient, type Queryable, type StorageMode } from '@gantry/db';
+import {
+  goldDefinition,
+  goldRelation,
+  withTransaction,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+  type StorageMode,
+} from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { goldMetrics } from './metrics.ts';
 
@@ -72,7 +80,11 @@ interface Window {
 function mergeWindows(windows: Window[], width: number, bySubject: boolean): Window[] {
   const groups = new Map<string, Window[]>();
   for (const window of windows) {
-    const aligned = { subject: bySubject ? window.subject : '', from: floorTo(window.from, width), to: ceilTo(window.to, width) };
+    const aligned = {
+      subject: bySubject ? window.subject : '',
+      from: floorTo(window.from, width),
+      to: ceilTo(window.to, width),
+    };
     if (aligned.to <= aligned.from) continue;
     const list = groups.get(aligned.subject) ?? [];
     list.push(aligned);
@@ -159,7 +171,10 @@ export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = 
       result.applied += step.applied;
       result.more ||= step.more;
       goldMetrics.invalidations.inc({ relation: plan.base }, step.applied);
-      goldMetrics.refreshSeconds.observe({ relation: plan.base, kind: step.kind }, (performance.now() - started) / 1000);
+      goldMetrics.refreshSeconds.observe(
+        { relation: plan.base, kind: step.kind },
+        (performance.now() - started) / 1000,
+      );
     } catch (error) {
       result.failed.push(plan.base);
       goldMetrics.failures.inc({ relation: plan.base });
@@ -189,7 +204,9 @@ const settledHour = (now: number, settleMs: number) => floorTo(now - settleMs, 3
 /** One transaction: the relation and its rollups change together, with the log rows they apply. */
 async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
   return withTransaction(pool, async (client) => {
-    const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [`gantry:gold:${plan.base}`]);
+    const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
+      `gantry:gold:${plan.base}`,
+    ]);
     if (!lock.rows[0]?.ok) return null;
     const started = performance.now();
     const coverage = await readCoverage(client, plan.base);
@@ -227,7 +244,11 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
     );
     const baseWidth = widthOf(plan.base);
     let windows = mergeWindows(
-      log.rows.map((row) => ({ subject: row.subject_id, from: row.bucket_start.getTime(), to: row.bucket_end.getTime() })),
+      log.rows.map((row) => ({
+        subject: row.subject_id,
+        from: row.bucket_start.getTime(),
+        to: row.bucket_end.getTime(),
+      })),
       baseWidth,
       true,
     );
@@ -294,9 +315,17 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
 }
 
 /** DELETE + INSERT of every subject's buckets in [from, to). */
-async function refreshAllSubjects(client: PoolClient, relation: string, from: number, to: number): Promise<number | null> {
+async function refreshAllSubjects(
+  client: PoolClient,
+  relation: string,
+  from: number,
+  to: number,
+): Promise<number | null> {
   const meta = goldRelation(relation);
-  await client.query(`/* worker:goldDeleteHours */ DELETE FROM ${relation} WHERE bucket >= $1 AND bucket < $2`, [iso(from), iso(to)]);
+  await client.query(`/* worker:goldDeleteHours */ DELETE FROM ${relation} WHERE bucket >= $1 AND bucket < $2`, [
+    iso(from),
+    iso(to),
+  ]);
   const { rows } = await client.query<{ first: Date | null }>(
     `/* worker:goldInsertHours */
      WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, `${meta.timeColumn} >= $1 AND ${meta.timeColumn} < $2`)} RETURNING bucket)
@@ -327,17 +356,24 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
     const relations = [plan.base, ...plan.rollups];
 
     if (coverage.status === 'pending' || coverage.status === 'rebuild') {
-      const maxId = await client.query<{ id: number | null }>(`SELECT max(id) AS id FROM gold_invalidations WHERE relation = $1`, [plan.base]);
+      const maxId = await client.query<{ id: number | null }>(
+        `SELECT max(id) AS id FROM gold_invalidations WHERE relation = $1`,
+        [plan.base],
+      );
       const bound = plan.closedHours ? settledHour(options.now, options.settleMs) : null;
       for (const relation of relations) {
         await callRefresh(client, relation, null, bound);
       }
-      await client.query(`DELETE FROM gold_invalidations WHERE relation = $1 AND id <= $2`, [plan.base, maxId.rows[0]?.id ?? 0]);
+      await client.query(`DELETE FROM gold_invalidations WHERE relation = $1 AND id <= $2`, [
+        plan.base,
+        maxId.rows[0]?.id ?? 0,
+      ]);
       for (const relation of relations) {
         const first = await client.query<{ first: Date | null }>(`SELECT min(bucket) AS first FROM ${relation}`);
         await writeCoverage(client, relation, {
           coverageFrom: first.rows[0]?.first?.getTime() ?? null,
-          coverageTo: bound ?? Math.max((await watermark(client, relation)) ?? 0, ceilTo(options.now + 1, widthOf(relation))),
+          coverageTo:
+            bound ?? Math.max((await watermark(client, relation)) ?? 0, ceilTo(options.now + 1, widthOf(relation))),
           durationMs: performance.now() - started,
         });
       }
@@ -361,14 +397,18 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
       const recordedTo = coverage.coverageTo ?? settledHour(options.now, options.settleMs);
       windows = windows.map((w) => ({ ...w, to: Math.min(w.to, recordedTo) })).filter((w) => w.to > w.from);
       closedTo = Math.max(recordedTo, settledHour(options.now, options.settleMs));
-      if (closedTo > recordedTo) windows = mergeWindows([...windows, { subject: '', from: recordedTo, to: closedTo }], baseWidth, false);
+      if (closedTo > recordedTo)
+        windows = mergeWindows([...windows, { subject: '', from: recordedTo, to: closedTo }], baseWidth, false);
     }
     for (const window of windows) await callRefresh(client, plan.base, window.from, window.to);
     for (const rollup of plan.rollups) {
-      for (const window of mergeWindows(windows, widthOf(rollup), false)) await callRefresh(client, rollup, window.from, window.to);
+      for (const window of mergeWindows(windows, widthOf(rollup), false))
+        await callRefresh(client, rollup, window.from, window.to);
     }
     if (log.rows.length > 0) {
-      await client.query(`DELETE FROM gold_invalidations WHERE id = ANY ($1::bigint[])`, [log.rows.map((row) => row.id)]);
+      await client.query(`DELETE FROM gold_invalidations WHERE id = ANY ($1::bigint[])`, [
+        log.rows.map((row) => row.id),
+      ]);
     }
     const durationMs = performance.now() - started;
     const first = windows.length > 0 ? Math.min(...windows.map((w) => w.from)) : null;
@@ -390,7 +430,12 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
   }
 }
 
-async function callRefresh(client: PoolClient, relation: string, from: number | null, to: number | null): Promise<void> {
+async function callRefresh(
+  client: PoolClient,
+  relation: string,
+  from: number | null,
+  to: number | null,
+): Promise<void> {
   await client.query(`CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz)`, [
     relation,
     from === null ? null : iso(from),

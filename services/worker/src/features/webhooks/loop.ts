@@ -5,7 +5,13 @@ import type { Pool } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import type { WorkerLoop } from '../../loop.ts';
 import * as metrics from './metrics.ts';
-import { claimDueDeliveries, countDueDeliveries, recordAttempt, sweepOrphanedDeliveries, type ClaimedDelivery } from './repository.ts';
+import {
+  claimDueDeliveries,
+  countDueDeliveries,
+  recordAttempt,
+  sweepOrphanedDeliveries,
+  type ClaimedDelivery,
+} from './repository.ts';
 import { sendWebhook } from './send.ts';
 
 export interface WebhookDeliveryDeps {
@@ -76,12 +82,22 @@ export function webhookDeliveryLoop(deps: WebhookDeliveryDeps): WorkerLoop {
       backoffSeconds: backoffAfterAttempt(settings.backoffSeconds, delivery.attempt),
     });
     if (recorded === null) {
-      log.warn({ deliveryId: delivery.id, attempt: delivery.attempt }, 'lease lost before the attempt was recorded; another worker owns the delivery');
+      log.warn(
+        { deliveryId: delivery.id, attempt: delivery.attempt },
+        'lease lost before the attempt was recorded; another worker owns the delivery',
+      );
       return;
     }
-    if (recorded.status === 'delivered' || recorded.status === 'failed') metrics.deliveriesFinished.inc({ status: recorded.status });
+    if (recorded.status === 'delivered' || recorded.status === 'failed')
+      metrics.deliveriesFinished.inc({ status: recorded.status });
     log.debug(
-      { deliveryId: delivery.id, attempt: delivery.attempt, status: recorded.status, httpStatus: result.httpStatus, ms: result.durationMs },
+      {
+        deliveryId: delivery.id,
+        attempt: delivery.attempt,
+        status: recorded.status,
+        httpStatus: result.httpStatus,
+        ms: result.durationMs,
+      },
       'webhook attempt',
     );
   }

@@ -52,7 +52,11 @@ export const deliveryLag = metric(
 
 export const inFlight = metric(
   'gantry_webhook_deliveries_in_flight',
-  () => new Gauge({ name: 'gantry_webhook_deliveries_in_flight', help: 'Webhook delivery attempts in progress in this process' }),
+  () =>
+    new Gauge({
+      name: 'gantry_webhook_deliveries_in_flight',
+      help: 'Webhook delivery attempts in progress in this process',
+    }),
 );
 
 export const interruptedTotal = metric(

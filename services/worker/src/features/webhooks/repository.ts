@@ -131,7 +131,10 @@ export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed';
  * null when the lease was lost (another worker took the delivery over), in which case
  * nothing is written.
  */
-export async function recordAttempt(db: Queryable, record: AttemptRecord): Promise<{ status: DeliveryStatus; attemptCount: number } | null> {
+export async function recordAttempt(
+  db: Queryable,
+  record: AttemptRecord,
+): Promise<{ status: DeliveryStatus; attemptCount: number } | null> {
   const { rows } = await db.query<{ status: DeliveryStatus; attempt_count: number }>(
     `/* worker:recordWebhookAttempt */
      WITH current AS (

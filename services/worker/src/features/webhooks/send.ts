@@ -44,7 +44,11 @@ const publicOnlyLookup: net.LookupFunction = (hostname, options, callback) => {
     const list = addresses as dns.LookupAddress[];
     const refused = list.find((entry) => isPrivateAddress(entry.address));
     if (refused) {
-      return callback(new RefusedTargetError(`target ${hostname} resolves to a private address (${refused.address})`), '', 4);
+      return callback(
+        new RefusedTargetError(`target ${hostname} resolves to a private address (${refused.address})`),
+        '',
+        4,
+      );
     }
     if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
     const first = list[0];
@@ -71,7 +75,10 @@ function describeNetworkError(error: NodeJS.ErrnoException): { outcome: AttemptO
     case 'ENETUNREACH':
       return { outcome: 'network_error', message: 'host unreachable' };
     default:
-      return { outcome: 'network_error', message: printable(`${error.code ? `${error.code}: ` : ''}${error.message}`).slice(0, 300) };
+      return {
+        outcome: 'network_error',
+        message: printable(`${error.code ? `${error.code}: ` : ''}${error.message}`).slice(0, 300),
+      };
   }
 }
 
@@ -101,7 +108,12 @@ export function sendWebhook(request: WebhookRequest, options: SendOptions): Prom
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     // Node skips the lookup for IP literals, so those are checked here.
     if (!options.allowPrivateTargets && net.isIP(host) !== 0 && isPrivateAddress(host)) {
-      return finish({ ok: false, outcome: 'refused_target', httpStatus: null, error: `target ${host} is a private address` });
+      return finish({
+        ok: false,
+        outcome: 'refused_target',
+        httpStatus: null,
+        error: `target ${host} is a private address`,
+      });
     }
 
     const client = url.protocol === 'https:' ? https : http;
@@ -115,8 +127,15 @@ export function sendWebhook(request: WebhookRequest, options: SendOptions): Prom
     });
     let failedStatus: number | null = null;
     const timer = setTimeout(() => {
-      if (failedStatus !== null) finish({ ok: false, outcome: 'http_error', httpStatus: failedStatus, error: `HTTP ${failedStatus}` });
-      else finish({ ok: false, outcome: 'timeout', httpStatus: null, error: `timed out after ${options.timeoutMs / 1000} s` });
+      if (failedStatus !== null)
+        finish({ ok: false, outcome: 'http_error', httpStatus: failedStatus, error: `HTTP ${failedStatus}` });
+      else
+        finish({
+          ok: false,
+          outcome: 'timeout',
+          httpStatus: null,
+          error: `timed out after ${options.timeoutMs / 1000} s`,
+        });
       req.destroy();
     }, options.timeoutMs);
 
@@ -138,7 +157,12 @@ export function sendWebhook(request: WebhookRequest, options: SendOptions): Prom
       const fail = () => {
         const snippet = printable(Buffer.concat(chunks).subarray(0, ERROR_SNIPPET_BYTES).toString('utf8'));
         const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
-        finish({ ok: false, outcome: 'http_error', httpStatus: status, error: `HTTP ${status}${redirect}${snippet ? `: ${snippet}` : ''}` });
+        finish({
+          ok: false,
+          outcome: 'http_error',
+          httpStatus: status,
+          error: `HTTP ${status}${redirect}${snippet ? `: ${snippet}` : ''}`,
+        });
         res.destroy();
       };
       res.on('data', (chunk: Buffer) => {
