@@ -30,15 +30,10 @@ const idParams = z.object({ id: z.uuid('must be a UUID') });
 const fileParams = idParams.extend({ fileId: z.uuid('must be a UUID') });
 
 const idempotencyHeaders = z.object({
-  'Idempotency-Key': z
-    .string()
-    .min(1)
-    .max(255)
-    .optional()
-    .meta({
-      description:
-        'Makes the request safe to retry: remembered 24 h per API key; a repeat with the same body gets the stored answer',
-    }),
+  'Idempotency-Key': z.string().min(1).max(255).optional().meta({
+    description:
+      'Makes the request safe to retry: remembered 24 h per API key; a repeat with the same body gets the stored answer',
+  }),
 });
 
 const replayedHeader = {

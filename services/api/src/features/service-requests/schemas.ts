@@ -59,13 +59,10 @@ export const ServiceRequestEvent = z
     source: z.string().meta({ description: 'internal, external or customer' }),
     actorName: z.string(),
     actorEmail: z.string(),
-    changes: z
-      .record(z.string(), z.unknown())
-      .nullable()
-      .meta({
-        description:
-          'For updated entries: each changed field with its old and new value ({"priority": {"from": "normal", "to": "high"}})',
-      }),
+    changes: z.record(z.string(), z.unknown()).nullable().meta({
+      description:
+        'For updated entries: each changed field with its old and new value ({"priority": {"from": "normal", "to": "high"}})',
+    }),
     createdAt: nullableDateTime,
   })
   .meta({ id: 'ServiceRequestEvent' });

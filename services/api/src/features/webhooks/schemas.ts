@@ -34,24 +34,20 @@ export const WebhookDeliveryContract = z
     retryStrategy: z
       .object({
         maxAttempts: z.number().int().meta({ example: 3 }),
-        backoffSeconds: z
-          .array(z.number().int())
-          .meta({
-            description: 'Wait before attempt n+1 after attempt n failed; the last value repeats',
-            example: [15, 60],
-          }),
+        backoffSeconds: z.array(z.number().int()).meta({
+          description: 'Wait before attempt n+1 after attempt n failed; the last value repeats',
+          example: [15, 60],
+        }),
       })
       .meta({ id: 'WebhookRetryStrategy' }),
     timeoutSeconds: z
       .number()
       .int()
       .meta({ description: 'An attempt with no response status within this time has failed', example: 10 }),
-    testEvent: z
-      .string()
-      .meta({
-        description: 'Event name of the test event sent by POST /webhooks/subscriptions/{id}/test',
-        example: WEBHOOK_TEST_EVENT,
-      }),
+    testEvent: z.string().meta({
+      description: 'Event name of the test event sent by POST /webhooks/subscriptions/{id}/test',
+      example: WEBHOOK_TEST_EVENT,
+    }),
   })
   .meta({ id: 'WebhookDeliveryContract' });
 
@@ -92,12 +88,10 @@ export const WebhookSubscription = z
     enabled: z.boolean(),
     events: z.array(z.string()),
     secretSet: z.boolean(),
-    secretPreview: z
-      .string()
-      .meta({
-        description: 'Masked preview of the secret (empty when none is set); the secret itself is never returned',
-        example: 'whsec_****9f3a',
-      }),
+    secretPreview: z.string().meta({
+      description: 'Masked preview of the secret (empty when none is set); the secret itself is never returned',
+      example: 'whsec_****9f3a',
+    }),
     createdAt: dateTime,
     updatedAt: dateTime,
   })
@@ -105,12 +99,9 @@ export const WebhookSubscription = z
 export type WebhookSubscription = z.infer<typeof WebhookSubscription>;
 
 export const WebhookSubscriptionWithSecret = WebhookSubscription.extend({
-  secret: z
-    .string()
-    .nullable()
-    .meta({
-      description: 'The signing secret, in this answer only; store it now. Null when the subscription has none.',
-    }),
+  secret: z.string().nullable().meta({
+    description: 'The signing secret, in this answer only; store it now. Null when the subscription has none.',
+  }),
 }).meta({ id: 'WebhookSubscriptionWithSecret' });
 
 export const WebhookSubscriptionListResponse = z
@@ -176,12 +167,10 @@ export const WebhookDelivery = z
     url: z.string().meta({ description: 'URL of the latest attempt (the subscription URL at that time)' }),
     eventType: z.string(),
     entityType: z.string(),
-    status: z
-      .enum(deliveryStatuses)
-      .meta({
-        description:
-          'pending (not attempted yet), retrying (an attempt failed, another is scheduled), delivered or failed',
-      }),
+    status: z.enum(deliveryStatuses).meta({
+      description:
+        'pending (not attempted yet), retrying (an attempt failed, another is scheduled), delivered or failed',
+    }),
     error: z.string().meta({ description: 'Error of the latest attempt; empty when it succeeded or none was made' }),
     entityId: z.uuid().nullable(),
     httpStatus: z
