@@ -23,7 +23,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import type pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool, type StorageMode } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';

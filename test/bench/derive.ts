@@ -23,7 +23,7 @@
  * the load and query phases), --skip-queries stops after the load phase.
  */
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
+import type pg from 'pg';
 import { loadConfig } from '@gantry/config';
 import {
   checkTimescaleAvailability,

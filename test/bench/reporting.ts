@@ -17,7 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
+import type pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';

@@ -3,7 +3,7 @@ import { createOutbox, liveDefinition, type Pool } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
-import { DrillReport, fmt } from './report.ts';
+import { type DrillReport, fmt } from './report.ts';
 
 /**
  * "Derived figures equal to a clean run": once the worker has caught up, every derived

@@ -6,7 +6,7 @@ import { provisionFleetBulk, uniqueDeviceIds } from '../support/ingest.ts';
 import { spawnService, type ProcessExit, type ServiceProcess } from '../support/processes.ts';
 import { compareWithCleanRun, waitForWorkerIdle } from './derived.ts';
 import { fleetMessages, planFleet, storeExpectedKeys, type FleetPlan } from './fleet.ts';
-import { Cleanup, DrillReport, fmt } from './report.ts';
+import { type Cleanup, type DrillReport, fmt } from './report.ts';
 
 /**
  * The common body of the kill, postgres-restart and broker-restart drills: a fleet
@@ -149,9 +149,15 @@ export async function runIngestDrill(
     finished = true;
   };
   await start('ingest');
-  cleanup.add('ingest', () => (stopSupervising(), services.ingest.kill()));
+  cleanup.add('ingest', () => {
+    stopSupervising();
+    return services.ingest.kill();
+  });
   await start('worker');
-  cleanup.add('worker', () => (stopSupervising(), services.worker.kill()));
+  cleanup.add('worker', () => {
+    stopSupervising();
+    return services.worker.kill();
+  });
   report.step(`ingest (pid ${services.ingest.pid}) and worker (pid ${services.worker.pid}) started as processes`, {
     'ingest client id': env.ingest.GANTRY_INGEST_CLIENT_ID!,
   });

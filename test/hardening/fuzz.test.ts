@@ -145,7 +145,7 @@ function encodeSegment(value: string): string {
   try {
     return encodeURIComponent(value);
   } catch {
-    return encodeURIComponent(value.replace(/[\ud800-\udfff]/g, '')) + '%ED%A0%80';
+    return `${encodeURIComponent(value.replace(/[\ud800-\udfff]/g, ''))}%ED%A0%80`;
   }
 }
 

@@ -73,6 +73,7 @@ export const NASTY_STRINGS = [
   '6f1c0b8e-3f2a-4c4e-9d4b-zzzzzzzzzzzz',
   '<script>alert(1)</script>',
   '../../etc/passwd',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a log-injection probe, sent as literal text
   '${jndi:ldap://127.0.0.1/x}',
   'fleet',
   'asset',
@@ -89,6 +90,7 @@ export const NASTY_JSON: unknown[] = [
   1.5,
   1e308,
   -1e308,
+  // biome-ignore lint/correctness/noPrecisionLoss: a number just past 2^53 is the point of the probe
   9007199254740993,
   true,
   false,

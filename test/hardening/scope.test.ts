@@ -97,7 +97,9 @@ let geofenceId = '';
 let templateId = '';
 
 function remember(customer: Customer, kind: string, id: string): void {
-  (customer.ids[kind] ??= []).push(id);
+  const ids = customer.ids[kind] ?? [];
+  ids.push(id);
+  customer.ids[kind] = ids;
 }
 
 /** Everything a customer can own, each string carrying the customer's marker. */

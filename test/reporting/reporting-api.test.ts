@@ -270,7 +270,7 @@ describe('GET /reporting/overview', () => {
     ['from=2026-13-01', 'from'],
     ['to=yesterday', 'to'],
     ['from=2026-11-02&to=2026-11-01', 'from must be before to'],
-    ['customerName=' + 'x'.repeat(201), 'customerName'],
+    [`customerName=${'x'.repeat(201)}`, 'customerName'],
   ])('answers 400 for %s naming the problem', async (query, fragment) => {
     const body = await get(`/reporting/overview?${query}`, fx.tenantKey, 400);
     expect(body.error).toContain(fragment);
@@ -374,7 +374,7 @@ describe('GET /reporting/assets and the deprecated /assets', () => {
     ['limit=ten', 'limit'],
     ['offset=-1', 'offset'],
     ['offset=1.5', 'offset'],
-    ['q=' + 'a'.repeat(201), 'q'],
+    [`q=${'a'.repeat(201)}`, 'q'],
     ['q=a%01b', 'q'],
     ['status=%00', 'status'],
   ])('answers 400 for %s naming %s', async (query, name) => {

@@ -109,7 +109,7 @@ export async function spawnService(name: ServiceName, options: SpawnServiceOptio
     },
   };
   running.add(service);
-  exited.then(() => running.delete(service));
+  void exited.then(() => running.delete(service));
 
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {

@@ -261,7 +261,7 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     expect(entry(window, 'Fine').messageCount).toBe(16);
     expect(entry(window, 'Erring').messageCount).toBe(1);
 
-    const before = await get('/telemetry/data-quality?from=' + new Date(Date.now() - 3 * HOUR).toISOString());
+    const before = await get(`/telemetry/data-quality?from=${new Date(Date.now() - 3 * HOUR).toISOString()}`);
     const hourStart = Math.floor(Date.now() / HOUR) * HOUR;
     await materializeGold(
       db,
@@ -269,7 +269,7 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       new Date(hourStart - 48 * HOUR).toISOString(),
       new Date(hourStart).toISOString(),
     );
-    const after = await get('/telemetry/data-quality?from=' + before.from);
+    const after = await get(`/telemetry/data-quality?from=${before.from}`);
     const counts = (body: any) => body.assets.map(({ notes: _notes, lastSeenAt: _seen, ...rest }: any) => rest);
     expect(counts(after)).toEqual(counts(before));
     expect(after.messageTypes).toEqual(before.messageTypes);

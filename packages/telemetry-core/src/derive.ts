@@ -578,7 +578,7 @@ class Deriver {
     const stopMinMs = this.options.stopMinSeconds * 1000;
     let open = usage.open;
     if (!iv.hasData) {
-      if (open && open.ignitionBased && iv.ignitionBased && !iv.ignition) {
+      if (open?.ignitionBased && iv.ignitionBased && !iv.ignition) {
         // The last message before the silence switched the ignition off.
         addTally(this.usageClose(open, iv.from, 'ignition_off'), buffered);
       } else if (open) {

@@ -61,9 +61,3 @@ export class RateLimitedError extends AppError {
     super(429, 'rate_limited', 'rate limit exceeded', { 'Retry-After': String(retryAfterSeconds), ...headers });
   }
 }
-
-export class ServiceUnavailableError extends AppError {
-  constructor(message: string, code = 'unavailable') {
-    super(503, code, message);
-  }
-}

@@ -52,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then((code) => {
+void main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;
   // Long-running only when `start` succeeded; otherwise leave once output is flushed.
   if (code !== 0 || !process.argv.includes('start')) setTimeout(() => process.exit(code), 100);

@@ -188,13 +188,24 @@ export function demoHistory(options: DemoHistoryOptions): DemoHistory {
     if (index % 2 === 0) earlyEvents.push({ at: start + Math.round(between(100, 160) * MINUTE), run: coffee });
     if (index % 9 === 4) {
       // The tracker loses power for 35 minutes: sessions end by timeout; the operator badges in again.
-      earlyEvents.push({ at: start + 90 * MINUTE, run: () => (script.silence(35 * 60), login(dayCrew)) });
+      earlyEvents.push({
+        at: start + 90 * MINUTE,
+        run: () => {
+          script.silence(35 * 60);
+          login(dayCrew);
+        },
+      });
     }
     if (index % 6 === 5) {
       // A maintenance stop of an hour and a half.
       earlyEvents.push({
         at: start + 150 * MINUTE,
-        run: () => (signOff(), script.idle(90 * 60), script.ignitionOn(), login(dayCrew)),
+        run: () => {
+          signOff();
+          script.idle(90 * 60);
+          script.ignitionOn();
+          login(dayCrew);
+        },
       });
     }
     workUntil(lunch, earlyEvents);

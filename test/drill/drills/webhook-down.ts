@@ -204,7 +204,9 @@ export async function webhookDownDrill({ report, cleanup }: DrillContext): Promi
     for (let index = 1; index < real.length; index += 1) {
       const gap = (real[index]!.started_at.getTime() - real[index - 1]!.started_at.getTime()) / 1000;
       const backoff = contract.backoffSeconds[Math.min(index - 1, contract.backoffSeconds.length - 1)]!;
-      (gaps[index - 1] ??= []).push(gap);
+      const list = gaps[index - 1] ?? [];
+      list.push(gap);
+      gaps[index - 1] = list;
       if (gap < backoff) earlyRetries += 1;
     }
   }

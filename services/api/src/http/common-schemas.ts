@@ -51,7 +51,6 @@ export const AggregateRefresh = z
   })
   .meta({ id: 'AggregateRefresh' });
 
-export const IDResponse = z.object({ id: uuid }).meta({ id: 'IDResponse' });
 export const CancelResponse = z.object({ id: uuid, cancelled: z.boolean() }).meta({ id: 'CancelResponse' });
 export const DeleteResponse = z.object({ id: uuid, deleted: z.boolean() }).meta({ id: 'DeleteResponse' });
 

@@ -240,6 +240,7 @@ function streamCsv(
 }
 
 /** Characters XML 1.0 cannot carry; a cell holding one would make the workbook unreadable. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters XML cannot carry
 const XML_INVALID = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
 /** Longest text a spreadsheet cell holds. */
 const CELL_MAX_CHARS = 32_767;

@@ -20,8 +20,6 @@ export const offsetParam = z.coerce
   .default(0)
   .meta({ description: 'Zero-based offset of the first row', example: 0 });
 
-export const pagingQuery = z.object({ limit: limitParam, offset: offsetParam });
-
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -32,8 +30,6 @@ export const timeParam = z
   .max(40, TIME_VALUE_RULE)
   .refine((value) => parseTimeValue(value) !== null, TIME_VALUE_RULE)
   .meta({ description: 'YYYY-MM-DD (whole UTC day) or RFC 3339 timestamp', example: '2026-11-01' });
-
-export const rangeQuery = z.object({ from: timeParam.optional(), to: timeParam.optional() });
 
 export const uuidParam = (name: string) => z.uuid(`must be a UUID`).meta({ description: `${name} (UUID)` });
 

@@ -1,6 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import Router from '@koa/router';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ValidationError } from '../errors.ts';
 import type { AuthContext } from './auth.ts';
 

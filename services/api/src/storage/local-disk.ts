@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FileStorage } from './index.ts';
 
@@ -46,7 +45,7 @@ export function createLocalDiskStorage(dataDir: string): FileStorage {
 
     async get(key) {
       // Open first, then stat the open file: a concurrent delete cannot slip in between.
-      let handle;
+      let handle: Awaited<ReturnType<typeof open>>;
       try {
         handle = await open(resolveKey(key), 'r');
       } catch (error) {

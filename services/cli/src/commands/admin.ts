@@ -103,7 +103,7 @@ function adminCommand(verb: string): Command {
         throw new UsageError(`unknown resource "${resource ?? ''}"; one of: ${names.join(', ')}`);
       if (operation.needsTenant && !values.tenant) throw new UsageError('--tenant <tenantId> is required');
       if (operation.needsId && !id) throw new UsageError(`the id of the ${resource} is required`);
-      let body: unknown = undefined;
+      let body: unknown;
       if (operation.schema) {
         let raw: unknown;
         try {

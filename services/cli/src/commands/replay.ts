@@ -37,7 +37,7 @@ export const replayCommand: Command = {
     '  Re-runs parsing over the messages received in [from, to) that were rejected or partly\n' +
     '  rejected (--all: every message), and stores what now parses. Safe to run again.',
   async run(argv, { config, print }) {
-    let values;
+    let values: unknown;
     try {
       values = parseArgs({
         args: argv,

@@ -1,4 +1,5 @@
 import { from as copyFrom } from 'pg-copy-streams';
+import type pg from 'pg';
 import { markDirtySql, type PoolClient } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { clip } from '../pipeline/steps.ts';
@@ -79,7 +80,7 @@ async function copyInto(client: PoolClient, table: string, columns: readonly Col
 /** Inserts new readings, skipping (device, type, ts) already stored; returns the keys inserted. */
 async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteMethod): Promise<Set<string>> {
   if (rows.length === 0) return new Set();
-  let result;
+  let result: pg.QueryResult<{ device_id: string; type: string; ts: Date }>;
   if (method === 'copy') {
     if (!stagingReady.has(client)) {
       await client.query(
@@ -194,8 +195,11 @@ export async function writeBatch(
     let delta: DeviceStateDelta | undefined;
     if (device?.enabled) {
       delta = deltas.get(device.id);
-      if (!delta) deltas.set(device.id, (delta = newStateDelta(device, receivedAt)));
-      else noteReceived(delta, receivedAt);
+      if (delta) noteReceived(delta, receivedAt);
+      else {
+        delta = newStateDelta(device, receivedAt);
+        deltas.set(device.id, delta);
+      }
     }
     if (message.rejection) {
       outcomes[index] = {

@@ -15,6 +15,7 @@ import { ServiceRequest } from '../service-requests/schemas.ts';
 // Query parameters ----------------------------------------------------------------------
 
 // Control characters never belong in a filter; NUL would even break the database call.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the purpose
 const CONTROL = /[\u0000-\u001F\u007F]/;
 
 /** A text filter: trimmed; empty means "not given"; too long or control characters → 400. */

@@ -76,6 +76,7 @@ export function displayFilename(raw: string | undefined): string {
   // eslint-disable-next-line no-control-regex
   const clean = base
     .normalize('NFC')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
     .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
     .trim()
     .slice(0, 255);

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { AppDeps } from '../../app.ts';
 import { requireApiKey } from '../../http/auth.ts';
 import { exportQueryParams, exportResponses, EXPORT_MAX_ROWS, type ExportFormat } from '../../http/export.ts';

@@ -63,8 +63,6 @@ export const booleanParam = z
   .transform((value) => value === 'true')
   .optional();
 
-export const exportOffsetParam = offsetParam;
-
 /** limit/offset of JSON lists. */
 export const paging = { limit: limitParam, offset: offsetParam };
 /** from/to of time-bound lists. */

@@ -96,7 +96,10 @@ function mergeWindows(windows: Window[], width: number, bySubject: boolean): Win
     let current: Window | undefined;
     for (const window of list) {
       if (current && window.from <= current.to) current.to = Math.max(current.to, window.to);
-      else merged.push((current = { ...window }));
+      else {
+        current = { ...window };
+        merged.push(current);
+      }
     }
   }
   return merged;

@@ -1,6 +1,6 @@
 // Starts swagger-ui on the document this API serves. A file of its own (not inline) so
 // the page's Content-Security-Policy can forbid inline scripts.
-window.addEventListener('load', function () {
+window.addEventListener('load', () => {
   var target = document.getElementById('reference');
   window.ui = SwaggerUIBundle({
     url: target.getAttribute('data-spec-url'),
