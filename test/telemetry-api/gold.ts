@@ -26,4 +26,11 @@ export async function materializeGold(db: TestDatabase, relations: string[], fro
       [name, from, to],
     );
   }
+  // The fleet rollup follows utilization gold, as the worker keeps it.
+  if (relations.includes('utilization_daily')) {
+    await db.pool.query(`SELECT gantry_fleet_recompute(NULL, NULL, NULL)`);
+    await db.pool.query(
+      `UPDATE gold_coverage SET status = 'ok', updated_at = now() WHERE relation = 'utilization_fleet'`,
+    );
+  }
 }

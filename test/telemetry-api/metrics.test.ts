@@ -257,15 +257,56 @@ describe.each(availableStorageModes())('utilization and container work (%s mode)
     const stale = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04');
     expect(stale.source).toBe('gold');
     expect(at(stale, '2026-05-04T11:00:00.000Z').runningSeconds).toBe(0);
-    // …and once its bucket is invalidated, the answer is computed live and includes it.
-    await db.pool.query(
+    // …so is a bucket invalidated a moment ago (the worker refreshes it within a second)…
+    const invalidated = await db.pool.query<{ id: string }>(
       `INSERT INTO gold_invalidations (relation, tenant_id, subject_id, bucket_start, bucket_end)
-       VALUES ('utilization_hourly', $1, $2, '2026-05-04T11:00:00Z', '2026-05-04T12:00:00Z')`,
+       VALUES ('utilization_hourly', $1, $2, '2026-05-04T11:00:00Z', '2026-05-04T12:00:00Z') RETURNING id`,
       [fleet.tenantId, fleet.byName['SC 02']!.id],
     );
+    const young = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04');
+    expect(young.source).toBe('gold');
+    expect(at(young, '2026-05-04T11:00:00.000Z').runningSeconds).toBe(0);
+    // …but once the invalidation has waited longer than the worker should take, the
+    // answer is computed live and includes it, for the fleet as for the asset.
+    await db.pool.query(`UPDATE gold_invalidations SET created_at = now() - interval '1 minute' WHERE id = $1`, [
+      invalidated.rows[0]!.id,
+    ]);
     const fresh = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-04');
     expect(fresh.source).toBe('live');
     expect(at(fresh, '2026-05-04T11:00:00.000Z').runningSeconds).toBe(900);
+    const freshAsset = await get(
+      `/telemetry/utilization?from=2026-05-04&to=2026-05-04&groupBy=asset&assetId=${fleet.byName['SC 02']!.id}`,
+    );
+    expect(freshAsset.source).toBe('live');
+    expect(at(freshAsset, '2026-05-04T11:00:00.000Z').runningSeconds).toBe(900);
+  });
+
+  it('a key’s fleet series follows an asset moved to another customer and an asset deleted', async () => {
+    // Gold (and the fleet rollup) hold the 4th and 5th since the previous test.
+    const series = async (key: string) => {
+      const fleetBody = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-05&groupBy=fleet&limit=500', key);
+      const assets = await get('/telemetry/utilization?from=2026-05-04&to=2026-05-05&groupBy=asset&limit=500', key);
+      // Every fleet bucket is the sum of the key's asset rows of that bucket.
+      for (const item of fleetBody.items) {
+        const rows = assets.items.filter((row: any) => row.bucketStart === item.bucketStart);
+        expect(item.runningSeconds).toBe(rows.reduce((sum: number, row: any) => sum + row.runningSeconds, 0));
+        expect(item.containerWork.containerCycleCount).toBe(
+          rows.reduce((sum: number, row: any) => sum + row.containerWork.containerCycleCount, 0),
+        );
+      }
+      return fleetBody;
+    };
+    expect(at(await series(fleet.acmeKey), '2026-05-04T09:00:00.000Z').runningSeconds).toBe(3600);
+    expect(at(await series(fleet.globexKey), '2026-05-04T09:00:00.000Z').runningSeconds).toBe(0);
+
+    await db.pool.query(`UPDATE assets SET customer_name = 'Globex' WHERE id = $1`, [fleet.byName['SC 02']!.id]);
+    expect(at(await series(fleet.acmeKey), '2026-05-04T09:00:00.000Z').runningSeconds).toBe(0);
+    expect(at(await series(fleet.globexKey), '2026-05-04T09:00:00.000Z').runningSeconds).toBe(3600);
+    expect(at(await series(fleet.tenantKey), '2026-05-04T09:00:00.000Z').runningSeconds).toBe(3600);
+
+    await db.pool.query(`DELETE FROM assets WHERE id = $1`, [fleet.byName['SC 03']!.id]);
+    expect(at(await series(fleet.globexKey), '2026-05-04T08:00:00.000Z').runningSeconds).toBe(0);
+    expect(at(await series(fleet.tenantKey), '2026-05-04T08:00:00.000Z').runningSeconds).toBe(3000);
   });
 
   it('answers 400 naming the parameter for bad input', async () => {

@@ -108,6 +108,14 @@ export interface UtilizationQuery {
   offset?: number;
   /** Tests and benchmarks only: force one path regardless of coverage. */
   forceSource?: 'gold' | 'live';
+  /**
+   * `assetIds` is a key's whole fleet (every telemetry asset it may see, no search or
+   * asset filter): a fleet series may then read the scope's rollup, one row per bucket.
+   * `customerName` null is the tenant's fleet, otherwise that customer's.
+   */
+  fleetScope?: { customerName: string | null };
+  /** Tests only: how old a pending invalidation must be to be answered live (PENDING_GRACE_MS). */
+  pendingGraceMs?: number;
 }
 
 /** Sums over one bucket (and one asset, or the fleet). Seconds and metres, exact sums. */
@@ -184,7 +192,7 @@ function mergeWindows(windows: Window[]): Window[] {
   return merged;
 }
 
-const SUM_COLUMNS = [
+export const SUM_COLUMNS = [
   'running_seconds',
   'moving_seconds',
   'stationary_running_seconds',
@@ -228,26 +236,79 @@ function toUtilizationRow(row: UtilizationDbRow, widthMs: number): UtilizationRo
 }
 
 /**
- * Utilization and container-work sums per asset (or fleet) and bucket for [from, to),
- * answered from gold where the relation's coverage holds and live from segments for
- * the rest: ranges past `coverageTo`, and each asset's buckets with invalidations the
- * refresher has not applied yet. Both paths run the same SQL definition
- * (db/gold/utilization_hourly.sql), so they give identical numbers. Buckets with no
- * segments are absent from `rows`.
+ * How long a logged invalidation may wait for the worker before readers stop trusting
+ * gold for its buckets. The worker applies the log right after each derivation commit
+ * (and every second besides), so gold normally trails derivation by one refresh; a bucket
+ * still pending after this long means the refresher is behind or failing, and is
+ * answered live instead (exact, and `source: live` says so).
  */
-export async function readUtilization(db: Queryable, query: UtilizationQuery): Promise<UtilizationResult> {
+export const PENDING_GRACE_MS = 5_000;
+
+/** Placeholders with their casts, so a statement also runs as COPY with values inlined. */
+class StatementParams {
+  readonly values: unknown[] = [];
+  add(value: unknown, type: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${type}`;
+  }
+}
+
+/** One SQL statement answering a utilization query, and what the answer will say about itself. */
+export interface UtilizationStatement {
+  /** Rows: asset_id (null for fleet rows), bucket, asset_count, then the sums (SUM_COLUMNS). */
+  text: string;
+  values: unknown[];
+  source: 'gold' | 'live';
+  aggregateRefresh: GoldCoverage;
+  bucket: UtilizationBucket;
+  from: Date;
+  to: Date;
+  /** Whether the fleet rollup answers (fleet rows read one per bucket instead of one per asset). */
+  fleetRollup: boolean;
+}
+
+const FLEET_TABLE: Record<UtilizationBucket, string> = {
+  hour: 'utilization_fleet_hourly',
+  day: 'utilization_fleet_daily',
+};
+
+/** Whether the fleet rollup may answer: built (status ok) since its last rebuild. */
+async function fleetRollupReady(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ status: string }>(
+    `/* db:readUtilization:fleetStatus */ SELECT status FROM gold_coverage WHERE relation = 'utilization_fleet'`,
+  );
+  return rows[0]?.status === 'ok';
+}
+
+/**
+ * The statement behind `readUtilization`, for callers that run it themselves (an export
+ * hands it to COPY). A few small reads first decide the plan — the relation's coverage,
+ * buckets pending in the invalidation log for longer than PENDING_GRACE_MS, whether the
+ * fleet rollup is built — then one statement gives every row:
+ *
+ * - per asset: gold rows for [from, goldTo), live rows (the same definition over
+ *   segments) for the rest and for the stale pending buckets;
+ * - fleet without `fleetScope`: those rows summed per bucket (one gold row per asset and
+ *   bucket);
+ * - fleet with `fleetScope`: the scope's rollup row per bucket, corrected by the assets
+ *   that differ between the rollup's members and `assetIds` (none, unless a move or a
+ *   deletion committed between the caller's read of its assets and this statement) and by
+ *   the live buckets. The answer is the sum over exactly `assetIds`, as without the rollup.
+ */
+export async function utilizationStatement(db: Queryable, query: UtilizationQuery): Promise<UtilizationStatement> {
   const widthMs = BUCKET_MS[query.bucket];
   const relation = RELATION[query.bucket];
   const from = floorTo(query.from.getTime(), widthMs);
   const to = Math.max(from, ceilTo(query.to.getTime(), widthMs));
   const coverage = await readGoldCoverage(db, relation);
   const assetIds = [...new Set(query.assetIds)];
+  const fleet = query.groupBy === 'fleet';
 
-  // Gold answers [from, goldTo); everything else, and pending buckets, is live.
+  // Gold answers [from, goldTo); everything else, and stale pending buckets, is live.
   let goldTo = from;
   if (query.forceSource === 'gold') goldTo = to;
   else if (query.forceSource !== 'live' && coverage.status !== 'pending' && coverage.coverageTo) {
-    goldTo = Math.max(from, Math.min(to, floorTo(coverage.coverageTo.getTime(), widthMs)));
+    goldTo = Math.max(from, Math.min(to, ceilTo(coverage.coverageTo.getTime(), widthMs)));
   }
   const windows: Window[] = [];
   if (goldTo < to) for (const assetId of assetIds) windows.push({ assetId, from: goldTo, to });
@@ -257,9 +318,9 @@ export async function readUtilization(db: Queryable, query: UtilizationQuery): P
        SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
          FROM gold_invalidations
         WHERE relation = 'utilization_hourly' AND tenant_id = $1 AND subject_id = ANY ($2::uuid[])
-          AND bucket_start < $4 AND bucket_end > $3
+          AND bucket_start < $4 AND bucket_end > $3 AND created_at < now() - $5 * INTERVAL '1 millisecond'
         GROUP BY subject_id`,
-      [query.tenantId, assetIds, new Date(from), new Date(goldTo)],
+      [query.tenantId, assetIds, new Date(from), new Date(goldTo), query.pendingGraceMs ?? PENDING_GRACE_MS],
     );
     for (const row of pending.rows) {
       windows.push({
@@ -270,58 +331,134 @@ export async function readUtilization(db: Queryable, query: UtilizationQuery): P
     }
   }
   const live = mergeWindows(windows);
+  const fleetRollup =
+    fleet && query.fleetScope !== undefined && goldTo > from && assetIds.length > 0 && (await fleetRollupReady(db));
 
-  const params: unknown[] = [query.tenantId, assetIds];
-  const param = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const parts: string[] = [];
+  const p = new StatementParams();
+  const tenant = p.add(query.tenantId, 'uuid');
+  const assets = p.add(assetIds, 'uuid[]');
   const columns = SUM_COLUMNS.join(', ');
-  let liveWindows = '';
+  const ctes: string[] = [];
+  const parts: string[] = [];
+  const liveWindow = (asset: string, time: string) =>
+    `EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = ${asset} AND ${time} >= w.wfrom AND ${time} < w.wto)`;
   if (live.length > 0) {
-    liveWindows = `live_windows AS (
-      SELECT * FROM unnest(${param(live.map((w) => w.assetId))}::uuid[], ${param(live.map((w) => new Date(w.from)))}::timestamptz[],
-                           ${param(live.map((w) => new Date(w.to)))}::timestamptz[]) AS w(asset_id, wfrom, wto))`;
-    const liveFrom = param(new Date(Math.min(...live.map((w) => w.from))));
-    const liveTo = param(new Date(Math.max(...live.map((w) => w.to))));
-    const filter = `s.tenant_id = $1 AND s.asset_id = ANY ($2::uuid[]) AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
-      AND EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = s.asset_id AND s.start_ts >= w.wfrom AND s.start_ts < w.wto)`;
-    parts.push(`SELECT asset_id, bucket, ${columns} FROM (${liveDefinition(relation, filter)}) live`);
+    ctes.push(`live_windows AS (
+      SELECT * FROM unnest(${p.add(
+        live.map((w) => w.assetId),
+        'uuid[]',
+      )}, ${p.add(
+        live.map((w) => new Date(w.from)),
+        'timestamptz[]',
+      )}, ${p.add(
+        live.map((w) => new Date(w.to)),
+        'timestamptz[]',
+      )}) AS w(asset_id, wfrom, wto))`);
+    const liveFrom = p.add(new Date(Math.min(...live.map((w) => w.from))), 'timestamptz');
+    const liveTo = p.add(new Date(Math.max(...live.map((w) => w.to))), 'timestamptz');
+    const filter = `s.tenant_id = ${tenant} AND s.asset_id = ANY (${assets}) AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
+      AND ${liveWindow('s.asset_id', 's.start_ts')}`;
+    parts.push(`SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM (${liveDefinition(relation, filter)}) live`);
   }
-  if (goldTo > from && assetIds.length > 0) {
-    const excluded =
-      live.length > 0
-        ? `AND NOT EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = g.asset_id AND g.bucket >= w.wfrom AND g.bucket < w.wto)`
-        : '';
+  // Added only when a gold part uses them: a statement's parameters must all be used.
+  const goldBounds =
+    goldTo > from ? [p.add(new Date(from), 'timestamptz'), p.add(new Date(goldTo), 'timestamptz')] : [];
+  const [goldFrom, goldUntil] = goldBounds;
+  const notLive = live.length > 0 ? `AND NOT ${liveWindow('g.asset_id', 'g.bucket')}` : '';
+  if (fleetRollup) {
+    const customer = query.fleetScope!.customerName;
+    const customerParam = customer === null ? null : p.add(customer, 'text');
+    const scope =
+      customerParam === null
+        ? `m.tenant_id = ${tenant}`
+        : `m.tenant_id = ${tenant} AND m.customer_name = ${customerParam}`;
+    const key =
+      customerParam === null
+        ? `f.all_customers AND f.customer_name = ''`
+        : `NOT f.all_customers AND f.customer_name = ${customerParam}`;
+    const signed = SUM_COLUMNS.map((c) => `a.sign * coalesce(g.${c}, 0)`).join(', ');
+    ctes.push(
+      `scope_members AS (SELECT m.asset_id FROM fleet_members m WHERE ${scope})`,
+      // Assets the rollup holds but the caller did not ask for (-1), and the reverse (+1).
+      `adjust AS (
+        SELECT m.asset_id, -1 AS sign FROM scope_members m
+         WHERE NOT EXISTS (SELECT 1 FROM unnest(${assets}) AS x(asset_id) WHERE x.asset_id = m.asset_id)
+        UNION ALL
+        SELECT x.asset_id, 1 FROM unnest(${assets}) AS x(asset_id)
+         WHERE NOT EXISTS (SELECT 1 FROM scope_members m WHERE m.asset_id = x.asset_id))`,
+    );
     parts.push(
-      `SELECT asset_id, bucket, ${columns} FROM ${relation} g
-        WHERE g.tenant_id = $1 AND g.asset_id = ANY ($2::uuid[]) AND g.bucket >= ${param(new Date(from))} AND g.bucket < ${param(new Date(goldTo))}
-        ${excluded}`,
+      `SELECT NULL::uuid AS asset_id, f.bucket, f.asset_count, ${columns} FROM ${FLEET_TABLE[query.bucket]} f
+        WHERE f.tenant_id = ${tenant} AND ${key} AND f.bucket >= ${goldFrom} AND f.bucket < ${goldUntil}`,
+      `SELECT g.asset_id, g.bucket, a.sign AS asset_count, ${signed} FROM adjust a
+         JOIN ${relation} g ON g.asset_id = a.asset_id
+        WHERE g.tenant_id = ${tenant} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil} ${notLive}`,
+    );
+    if (live.length > 0) {
+      // The rollup's share of the live buckets, taken out (the live rows above replace it).
+      parts.push(
+        `SELECT g.asset_id, g.bucket, -1 AS asset_count, ${SUM_COLUMNS.map((c) => `-coalesce(g.${c}, 0)`).join(', ')}
+           FROM ${relation} g JOIN scope_members m ON m.asset_id = g.asset_id
+          WHERE g.tenant_id = ${tenant} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
+            AND ${liveWindow('g.asset_id', 'g.bucket')}`,
+      );
+    }
+  } else if (goldTo > from) {
+    parts.push(
+      `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM ${relation} g
+        WHERE g.tenant_id = ${tenant} AND g.asset_id = ANY (${assets}) AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
+        ${notLive}`,
     );
   }
 
-  let rows: UtilizationRow[] = [];
-  if (parts.length > 0 && assetIds.length > 0) {
-    const fleet = query.groupBy === 'fleet';
+  const paging = `${query.limit !== undefined ? ` LIMIT ${p.add(query.limit, 'bigint')}` : ''}${query.offset ? ` OFFSET ${p.add(query.offset, 'bigint')}` : ''}`;
+  let text: string;
+  let values = p.values;
+  if (parts.length === 0 || assetIds.length === 0) {
+    values = [];
+    text = `/* db:readUtilization */ SELECT NULL::uuid AS asset_id, NULL::timestamptz AS bucket, 0::bigint AS asset_count, ${SUM_COLUMNS.map((c) => `NULL::numeric AS ${c}`).join(', ')} WHERE false`;
+  } else {
     const select = fleet
-      ? `SELECT NULL::uuid AS asset_id, bucket, count(*) AS asset_count, ${SUM_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}
-           FROM answer GROUP BY bucket ORDER BY bucket`
-      : `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM answer ORDER BY bucket, asset_id`;
-    const paging = `${query.limit !== undefined ? ` LIMIT ${param(query.limit)}` : ''}${query.offset ? ` OFFSET ${param(query.offset)}` : ''}`;
-    const sql = `/* db:readUtilization */
-      WITH ${liveWindows ? `${liveWindows},` : ''} answer AS (${parts.join('\nUNION ALL\n')})
+      ? `SELECT NULL::uuid AS asset_id, bucket, sum(asset_count) AS asset_count, ${SUM_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}
+           FROM answer GROUP BY bucket HAVING sum(asset_count) > 0 ORDER BY bucket`
+      : `SELECT asset_id, bucket, asset_count, ${columns} FROM answer ORDER BY bucket, asset_id`;
+    ctes.push(`answer AS (${parts.join('\nUNION ALL\n')})`);
+    text = `/* db:readUtilization */
+      WITH ${ctes.join(',\n')}
       ${select}${paging}`;
-    const result = await db.query<UtilizationDbRow>(sql, params);
-    rows = result.rows.map((row) => toUtilizationRow(row, widthMs));
   }
   return {
+    text,
+    values,
     source: live.length > 0 ? 'live' : 'gold',
     aggregateRefresh: coverage,
     bucket: query.bucket,
     from: new Date(from),
     to: new Date(to),
-    rows,
+    fleetRollup,
+  };
+}
+
+/**
+ * Utilization and container-work sums per asset (or fleet) and bucket for [from, to),
+ * answered from gold where the relation's coverage holds — the open bucket included,
+ * which the worker keeps current as it derives — and live from segments for the rest:
+ * ranges past `coverageTo`, and each asset's buckets whose invalidations have waited
+ * longer than PENDING_GRACE_MS. Both paths run the same SQL definition
+ * (db/gold/utilization_hourly.sql), so they give identical numbers. Buckets with no
+ * segments are absent from `rows`.
+ */
+export async function readUtilization(db: Queryable, query: UtilizationQuery): Promise<UtilizationResult> {
+  const statement = await utilizationStatement(db, query);
+  const widthMs = BUCKET_MS[query.bucket];
+  const result = await db.query<UtilizationDbRow>(statement.text, statement.values);
+  return {
+    source: statement.source,
+    aggregateRefresh: statement.aggregateRefresh,
+    bucket: statement.bucket,
+    from: statement.from,
+    to: statement.to,
+    rows: result.rows.map((row) => toUtilizationRow(row, widthMs)),
   };
 }
 

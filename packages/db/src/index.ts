@@ -27,13 +27,17 @@ export {
 export {
   readGoldCoverage,
   readUtilization,
+  utilizationStatement,
   utilizationFigures,
+  PENDING_GRACE_MS,
+  SUM_COLUMNS as UTILIZATION_SUM_COLUMNS,
   type GoldCoverage,
   type UtilizationBucket,
   type UtilizationQuery,
   type UtilizationResult,
   type UtilizationRow,
   type UtilizationSums,
+  type UtilizationStatement,
 } from './gold-read.ts';
 export { startEmbeddedPostgres, isPortInUse, type EmbeddedPostgresHandle } from './embedded-postgres.ts';
 export { readDatabaseStatus, type DatabaseStatus } from './status.ts';

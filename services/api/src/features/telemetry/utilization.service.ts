@@ -3,14 +3,11 @@ import {
   utilizationFigures,
   type GoldCoverage,
   type Queryable,
-  type UtilizationQuery,
-  type UtilizationResult,
   type UtilizationRow,
 } from '@gantry/db';
 import type { ResolvedRange } from '../../http/query.ts';
 import type { Bucket, GroupBy } from './params.ts';
 import { round, type TelemetryScope } from './sql.ts';
-import { idSetKey, reachesPresent, sharedAnswers } from './shared-answers.ts';
 import { listTelemetryAssets, type AssetRefBody } from './telemetry-assets.repository.ts';
 
 const BUCKET_SECONDS: Record<Bucket, number> = { hour: 3600, day: 86_400 };
@@ -54,37 +51,11 @@ const zeroSums = {
 };
 
 /**
- * A range reaching the present is answered live for the buckets the derivation keeps
- * invalidating (the current hour of every working asset): under load, identical pages
- * share one answer and a slow one is reused briefly (shared-answers.ts). Pages only —
- * an export page is never shared. Bucket bounds make the key: readUtilization widens
- * the range to whole buckets anyway.
- */
-const presentPages = sharedAnswers<UtilizationResult>();
-const SHARED_PAGE_LIMIT = 500;
-
-function readUtilizationShared(db: Queryable, query: UtilizationQuery): Promise<UtilizationResult> {
-  const widthMs = BUCKET_SECONDS[query.bucket] * 1000;
-  const to = query.to.getTime();
-  if (!reachesPresent(to) || (query.limit ?? 0) > SHARED_PAGE_LIMIT) return readUtilization(db, query);
-  const key = [
-    query.tenantId,
-    idSetKey(query.assetIds),
-    query.bucket,
-    query.groupBy,
-    Math.floor(query.from.getTime() / widthMs),
-    Math.ceil(to / widthMs),
-    query.limit ?? '',
-    query.offset ?? '',
-  ].join('|');
-  return presentPages.get(key, () => readUtilization(db, query));
-}
-
-/**
  * Utilization/container-work sums for one page, from the gold read module (gold where
- * covered, live otherwise). The fleet series lists every bucket of the range — zeros
- * where nothing ran — so charts need no gap filling; per-asset rows exist only for the
- * buckets an asset has derived data in.
+ * covered, the open bucket included, live otherwise). The fleet series lists every
+ * bucket of the range — zeros where nothing ran — so charts need no gap filling; per-asset
+ * rows exist only for the buckets an asset has derived data in. A fleet series of the
+ * key's whole fleet (no `q`, no `assetId`) reads the fleet rollup, one row per bucket.
  */
 export async function readMetricPage(
   db: Queryable,
@@ -97,7 +68,8 @@ export async function readMetricPage(
   const byId = new Map(assets.map((asset) => [asset.id, asset]));
   const bucketSeconds = BUCKET_SECONDS[query.bucket];
   const fleet = query.groupBy === 'fleet';
-  const result = await readUtilizationShared(db, {
+  const wholeFleet = fleet && !query.assetId && !query.q;
+  const result = await readUtilization(db, {
     tenantId: scope.tenantId,
     assetIds: assets.map((asset) => asset.id),
     from: query.range.from,
@@ -105,6 +77,7 @@ export async function readMetricPage(
     bucket: query.bucket,
     groupBy: query.groupBy,
     ...(fleet ? {} : { limit, offset }),
+    ...(wholeFleet ? { fleetScope: { customerName: scope.customerName } } : {}),
   });
 
   let rows: MetricRow[];
@@ -124,8 +97,7 @@ export async function readMetricPage(
     }
     rows = all.slice(offset, limit === undefined ? undefined : offset + limit);
   } else {
-    // In place: an export page holds 50,001 of these, so no second copy. A shared page
-    // (readUtilizationShared) gets the same asset refs again: its key holds the asset set.
+    // In place: an export page holds 50,001 of these, so no second copy.
     rows = result.rows.map((row) =>
       Object.assign(row, { asset: byId.get(row.assetId as string) ?? null, capacitySeconds: bucketSeconds }),
     );

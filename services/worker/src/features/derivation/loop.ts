@@ -11,9 +11,10 @@ const HOURLY_CHECKPOINT_DAYS = 3;
 /**
  * Derivation: while devices are dirty, derive them a batch at a time; every few
  * seconds queue devices whose open sessions fall due to time out; hourly, thin old
- * checkpoints.
+ * checkpoints. After each commit that derived something, `afterCommit` (the present
+ * refresher's notify) has the gold buckets it invalidated refreshed at once.
  */
-export function derivationLoop(deps: DerivationDeps): WorkerLoop {
+export function derivationLoop(deps: DerivationDeps & { afterCommit?: () => void }): WorkerLoop {
   let lastRecheck = 0;
   let lastPrune = 0;
   return {
@@ -31,6 +32,7 @@ export function derivationLoop(deps: DerivationDeps): WorkerLoop {
         await pruneCheckpoints(deps.pool, HOURLY_CHECKPOINT_DAYS);
       }
       const run = await deriveDirtyDevices(deps);
+      if (run.devices > 0) deps.afterCommit?.();
       return run.devices;
     },
   };

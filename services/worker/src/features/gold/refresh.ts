@@ -1,6 +1,7 @@
 import {
   goldDefinition,
   goldRelation,
+  UTILIZATION_SUM_COLUMNS,
   withTransaction,
   type Pool,
   type PoolClient,
@@ -23,10 +24,12 @@ interface RefreshPlan {
   base: string;
   rollups: string[];
   closedHours: boolean;
+  /** The plan keeps the fleet rollup (db/migrations/0100_utilization_fleet.sql) with its relations. */
+  fleet?: boolean;
 }
 
 export const refreshPlans: RefreshPlan[] = [
-  { base: 'utilization_hourly', rollups: ['utilization_daily'], closedHours: false },
+  { base: 'utilization_hourly', rollups: ['utilization_daily'], closedHours: false, fleet: true },
   { base: 'positions_1min', rollups: ['positions_15min'], closedHours: false },
   { base: 'reading_counts_hourly', rollups: [], closedHours: true },
   { base: 'message_counts_hourly', rollups: [], closedHours: true },
@@ -44,6 +47,8 @@ export interface GoldRefreshOptions {
   /** An hour counts as closed this long after its end (late commits of ingest batches). */
   settleMs?: number;
   now?: () => number;
+  /** Only these base relations (the present refresher runs utilization alone). */
+  only?: string[];
 }
 
 export interface GoldRefreshResult {
@@ -51,6 +56,8 @@ export interface GoldRefreshResult {
   /** Some relation had more invalidations than one step takes. */
   more: boolean;
   failed: string[];
+  /** Relations skipped because another refresher held them. */
+  busy: string[];
 }
 
 const WIDTH_MS: Record<string, number> = {
@@ -162,15 +169,19 @@ export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = 
   const batch = options.batch ?? 20_000;
   const settleMs = options.settleMs ?? 120_000;
   const now = (options.now ?? Date.now)();
-  const result: GoldRefreshResult = { applied: 0, more: false, failed: [] };
+  const result: GoldRefreshResult = { applied: 0, more: false, failed: [], busy: [] };
   for (const plan of refreshPlans) {
+    if (options.only && !options.only.includes(plan.base)) continue;
     const started = performance.now();
     try {
       const step =
         deps.storageMode === 'timescaledb'
           ? await refreshTimescalePlan(deps.pool, plan, { batch, settleMs, now })
           : await refreshPostgresPlan(deps.pool, plan, { batch, settleMs, now });
-      if (step === null) continue;
+      if (step === null) {
+        result.busy.push(plan.base);
+        continue;
+      }
       result.applied += step.applied;
       result.more ||= step.more;
       goldMetrics.invalidations.inc({ relation: plan.base }, step.applied);
@@ -235,7 +246,11 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
         // A rebuilt table's statistics describe the empty one: queries would plan for no rows.
         await client.query(`ANALYZE ${relation}`);
       }
+      if (plan.fleet) await rebuildFleet(client, performance.now() - started);
       return { applied: 0, more: false, kind: 'rebuild' };
+    }
+    if (plan.fleet && (await readCoverage(client, FLEET)).status !== 'ok') {
+      await rebuildFleet(client, performance.now() - started);
     }
 
     const log = await client.query<{ subject_id: string; bucket_start: Date; bucket_end: Date }>(
@@ -291,6 +306,7 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
   if (windows.length === 0) return null;
   const meta = goldRelation(relation);
   const subjectKey = meta.key[0]!;
+  const fleetTable = FLEET_TABLES[relation];
   const params = [
     windows.map((w) => w.subject),
     windows.map((w) => iso(w.from)),
@@ -298,11 +314,14 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
     iso(Math.min(...windows.map((w) => w.from))),
     iso(Math.max(...windows.map((w) => w.to))),
   ];
-  await client.query(
-    `/* worker:goldDeleteBuckets */
-     DELETE FROM ${relation} g USING unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(subject, wfrom, wto)
+  const deleted = `DELETE FROM ${relation} g USING unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(subject, wfrom, wto)
       WHERE g.${subjectKey} = w.subject AND g.bucket >= w.wfrom AND g.bucket < w.wto
-        AND g.bucket >= $4::timestamptz AND g.bucket < $5::timestamptz`,
+        AND g.bucket >= $4::timestamptz AND g.bucket < $5::timestamptz`;
+  // The fleet rows follow in the same statements: minus the old rows, plus the new.
+  await client.query(
+    fleetTable
+      ? `/* worker:goldDeleteBuckets */ WITH old AS (${deleted} RETURNING g.*) ${fleetDeltaSql(fleetTable, 'old', -1)}`
+      : `/* worker:goldDeleteBuckets */ ${deleted}`,
     params,
   );
   const filter = `${meta.subjectColumn} = ANY ($1::uuid[]) AND ${meta.timeColumn} >= $4::timestamptz AND ${meta.timeColumn} < $5::timestamptz
@@ -310,11 +329,67 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
                 WHERE w.subject = ${meta.subjectColumn} AND ${meta.timeColumn} >= w.wfrom AND ${meta.timeColumn} < w.wto)`;
   const { rows } = await client.query<{ first: Date | null }>(
     `/* worker:goldInsertBuckets */
-     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING bucket)
+     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING *)
+     ${fleetTable ? `, fleet AS (${fleetDeltaSql(fleetTable, 'ins', 1)})` : ''}
      SELECT min(bucket) AS first FROM ins`,
     params,
   );
+  if (fleetTable) {
+    await client.query(`/* worker:fleetDropEmpty */ DELETE FROM ${fleetTable} WHERE asset_count = 0`);
+  }
   return rows[0]?.first?.getTime() ?? null;
+}
+
+// Fleet rollup ---------------------------------------------------------------------------
+
+/** Coverage row of the fleet rollup: `ok` once built from gold, `rebuild` until then. */
+const FLEET = 'utilization_fleet';
+const FLEET_TABLES: Record<string, string> = {
+  utilization_hourly: 'utilization_fleet_hourly',
+  utilization_daily: 'utilization_fleet_daily',
+};
+
+/**
+ * Adds sign × the gold rows of `source` (a CTE of one utilization relation's rows) to the
+ * fleet rows of their tenant and of their asset's customer, for member assets only. The
+ * sums are numeric, so adding and taking away is exact.
+ */
+function fleetDeltaSql(table: string, source: string, sign: 1 | -1): string {
+  const columns = UTILIZATION_SUM_COLUMNS.join(', ');
+  const sums = UTILIZATION_SUM_COLUMNS.map((c) => `${sign} * coalesce(sum(x.${c}), 0)`).join(', ');
+  const added = UTILIZATION_SUM_COLUMNS.map((c) => `${c} = f.${c} + EXCLUDED.${c}`).join(', ');
+  return `INSERT INTO ${table} AS f (tenant_id, all_customers, customer_name, bucket, asset_count, ${columns})
+    SELECT x.tenant_id, GROUPING(m.customer_name) = 1,
+           CASE WHEN GROUPING(m.customer_name) = 1 THEN '' ELSE m.customer_name END, x.bucket, ${sign} * count(*), ${sums}
+      FROM ${source} x JOIN fleet_members m ON m.asset_id = x.asset_id AND m.tenant_id = x.tenant_id
+     GROUP BY GROUPING SETS ((x.tenant_id, x.bucket, m.customer_name), (x.tenant_id, x.bucket))
+    ON CONFLICT (tenant_id, all_customers, customer_name, bucket)
+    DO UPDATE SET asset_count = f.asset_count + EXCLUDED.asset_count, ${added}`;
+}
+
+/** The whole rollup summed again from gold (after a gold rebuild, or when it was never built). */
+async function rebuildFleet(client: Queryable, durationMs: number): Promise<void> {
+  await client.query(`/* worker:fleetRebuild */ SELECT gantry_fleet_recompute(NULL, NULL, NULL)`);
+  await client.query('ANALYZE utilization_fleet_hourly, utilization_fleet_daily');
+  await writeCoverage(client, FLEET, { coverageFrom: null, coverageTo: null, durationMs });
+}
+
+/** Tenant windows of the log rows, merged per tenant (hour-aligned). */
+function tenantWindows(rows: Array<{ tenant_id: string; bucket_start: Date; bucket_end: Date }>): Window[] {
+  return mergeWindows(
+    rows.map((row) => ({ subject: row.tenant_id, from: row.bucket_start.getTime(), to: row.bucket_end.getTime() })),
+    3_600_000,
+    true,
+  );
+}
+
+/** Sums the fleet rows of those tenants' hours and days again from gold (TimescaleDB mode). */
+async function recomputeFleet(client: Queryable, windows: Window[]): Promise<void> {
+  if (windows.length === 0) return;
+  await client.query(
+    `/* worker:fleetRecompute */ SELECT gantry_fleet_recompute($1::uuid[], $2::timestamptz[], $3::timestamptz[])`,
+    [windows.map((w) => w.subject), windows.map((w) => iso(w.from)), windows.map((w) => iso(w.to))],
+  );
 }
 
 /** DELETE + INSERT of every subject's buckets in [from, to). */
@@ -371,6 +446,7 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         plan.base,
         maxId.rows[0]?.id ?? 0,
       ]);
+      if (plan.fleet) await rebuildFleet(client, performance.now() - started);
       for (const relation of relations) {
         const first = await client.query<{ first: Date | null }>(`SELECT min(bucket) AS first FROM ${relation}`);
         await writeCoverage(client, relation, {
@@ -383,9 +459,9 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
       return { applied: 0, more: false, kind: 'rebuild' };
     }
 
-    const log = await client.query<{ id: number; bucket_start: Date; bucket_end: Date }>(
+    const log = await client.query<{ id: number; tenant_id: string; bucket_start: Date; bucket_end: Date }>(
       `/* worker:readInvalidations */
-       SELECT id, bucket_start, bucket_end FROM gold_invalidations WHERE relation = $1 ORDER BY id LIMIT $2`,
+       SELECT id, tenant_id, bucket_start, bucket_end FROM gold_invalidations WHERE relation = $1 ORDER BY id LIMIT $2`,
       [plan.base, options.batch],
     );
     const baseWidth = widthOf(plan.base);
@@ -407,6 +483,12 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
     for (const rollup of plan.rollups) {
       for (const window of mergeWindows(windows, widthOf(rollup), false))
         await callRefresh(client, rollup, window.from, window.to);
+    }
+    if (plan.fleet) {
+      // The aggregates were refreshed outside the worker's sight of their old rows: the
+      // fleet rows of the refreshed tenants' buckets are summed again.
+      if ((await readCoverage(client, FLEET)).status !== 'ok') await rebuildFleet(client, performance.now() - started);
+      else await recomputeFleet(client, tenantWindows(log.rows));
     }
     if (log.rows.length > 0) {
       await client.query(`DELETE FROM gold_invalidations WHERE id = ANY ($1::bigint[])`, [
