@@ -47,6 +47,7 @@ describe.each(availableStorageModes())('migrations in %s mode', (mode) => {
       'positions_1min',
       'reading_counts_hourly',
       'utilization_daily',
+      'utilization_fleet',
       'utilization_hourly',
     ]);
     const kinds = await pool.query<{ relname: string; relkind: string }>(
