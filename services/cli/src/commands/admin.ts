@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { createOutbox, createPool } from '@gantry/db';
 import { provisioning, provisioningSchemas as schemas } from '@gantry/api';
-import { requireDatabaseUrl, UsageError, type Command } from '../command.ts';
+import { UsageError, withDatabase, type Command } from '../command.ts';
 
 type Deps = provisioning.ProvisioningDeps;
 
@@ -83,6 +83,31 @@ const operations: Record<string, Operation> = {
   'delete geofence': { needsTenant: true, needsId: true, run: (d, t, i) => provisioning.deleteGeofence(d, t, i) },
 };
 
+interface JsonSchemaField {
+  type?: string;
+  format?: string;
+  enum?: unknown[];
+  description?: string;
+}
+
+/** The body fields of an operation, one line each: name, type, required or not, meaning. */
+export function fieldLines(schema: z.ZodType): string[] {
+  type ObjectSchema = { properties?: Record<string, JsonSchemaField>; required?: string[] };
+  const document = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as ObjectSchema & {
+    $ref?: string;
+    $defs?: Record<string, ObjectSchema>;
+  };
+  // A schema with a meta id comes back as a reference to its definition.
+  const json = document.$ref ? (document.$defs?.[document.$ref.split('/').pop() ?? ''] ?? {}) : document;
+  const fields = Object.entries(json.properties ?? {});
+  const width = Math.max(...fields.map(([name]) => name.length));
+  return fields.map(([name, field]) => {
+    const type = field.enum ? field.enum.map(String).join('|') : (field.format ?? field.type ?? 'JSON');
+    const required = json.required?.includes(name) ? 'required' : 'optional';
+    return `  ${name.padEnd(width)}  ${`${type}, ${required}`.padEnd(26)}  ${field.description ?? ''}`.trimEnd();
+  });
+}
+
 function adminCommand(verb: string): Command {
   const names = Object.keys(operations)
     .filter((key) => key.startsWith(`${verb} `))
@@ -91,7 +116,20 @@ function adminCommand(verb: string): Command {
     name: verb,
     summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} back-office objects: ${names.join(', ')}`,
     usage: `gantry ${verb} <${names.join('|')}> [id] [--tenant <tenantId>] [--json '<body with the external API field names>']`,
-    async run(argv, { config, print }) {
+    help(argv) {
+      const resource = argv.find((arg) => !arg.startsWith('-'));
+      const operation = resource === undefined ? undefined : operations[`${verb} ${resource}`];
+      if (!operation)
+        return `${this.usage}\n\n${this.summary}\n\n\`gantry ${verb} <kind> --help\` lists the fields of that kind.`;
+      const lines = [
+        `gantry ${verb} ${resource}${operation.needsId ? ' <id>' : ''}${operation.needsTenant ? ' --tenant <tenantId>' : ''}${operation.schema ? " --json '{…}'" : ''}`,
+      ];
+      if (operation.schema)
+        lines.push('', 'Fields of --json (the admin API takes the same body):', ...fieldLines(operation.schema));
+      return lines.join('\n');
+    },
+    async run(argv, context) {
+      const { config, print } = context;
       const { positionals, values } = parseArgs({
         args: argv,
         allowPositionals: true,
@@ -119,18 +157,20 @@ function adminCommand(verb: string): Command {
         }
         body = parsed.data;
       }
-      const pool = createPool(requireDatabaseUrl(config), { max: 2, applicationName: 'gantry-cli' });
-      try {
-        const result = await operation.run(
-          { pool, outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }) },
-          values.tenant ?? '',
-          id ?? '',
-          body as never,
-        );
-        print(JSON.stringify(result, null, 2));
-      } finally {
-        await pool.end();
-      }
+      await withDatabase(context, async (url) => {
+        const pool = createPool(url, { max: 2, applicationName: 'gantry-cli' });
+        try {
+          const result = await operation.run(
+            { pool, outbox: createOutbox({ maxAttempts: config.webhooks.maxAttempts }) },
+            values.tenant ?? '',
+            id ?? '',
+            body as never,
+          );
+          print(JSON.stringify(result, null, 2));
+        } finally {
+          await pool.end();
+        }
+      });
     },
   };
 }

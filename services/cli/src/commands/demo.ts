@@ -2,7 +2,7 @@ import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db
 import type { Logger } from '@gantry/logger';
 import { DEMO_CUSTOMER_NAME, DEMO_TENANT_NAME, provisioning, provisionDemo } from '@gantry/api';
 import { startDemoFleet, type DemoFleet, type LatLon } from '@gantry/simulator';
-import { requireDatabaseUrl, type Command } from '../command.ts';
+import { withDatabase, type Command, type CommandContext } from '../command.ts';
 
 export interface DemoKeys {
   tenantId: string;
@@ -143,19 +143,20 @@ export const demoCommand: Command = {
   name: 'demo',
   summary: 'Provision the demo tenant (or new keys for it) and print a tenant key and a customer key',
   usage: 'gantry demo',
-  async run(_argv, { config, logger, print }) {
-    const url = requireDatabaseUrl(config);
-    await migrateDatabase(url, { storageMode: config.storageMode, retention: config.retention, logger });
-    const pool = createPool(url, { max: 2, applicationName: 'gantry-cli' });
-    try {
-      const keys = await ensureDemo(pool, config.webhooks.maxAttempts);
-      print(
-        keys.created ? `demo tenant created: ${keys.tenantId}` : `demo tenant ${keys.tenantId} exists; new keys issued`,
-      );
-      print(`tenant key:   ${keys.tenantKey}`);
-      print(`customer key: ${keys.customerKey}   (sees only "${keys.customerName}")`);
-    } finally {
-      await pool.end();
-    }
-  },
+  run: (_argv, context) => withDatabase(context, (url) => provisionDemoCommand(url, context)),
 };
+
+async function provisionDemoCommand(url: string, { config, logger, print }: CommandContext): Promise<void> {
+  await migrateDatabase(url, { storageMode: config.storageMode, retention: config.retention, logger });
+  const pool = createPool(url, { max: 2, applicationName: 'gantry-cli' });
+  try {
+    const keys = await ensureDemo(pool, config.webhooks.maxAttempts);
+    print(
+      keys.created ? `demo tenant created: ${keys.tenantId}` : `demo tenant ${keys.tenantId} exists; new keys issued`,
+    );
+    print(`tenant key:   ${keys.tenantKey}`);
+    print(`customer key: ${keys.customerKey}   (sees only "${keys.customerName}")`);
+  } finally {
+    await pool.end();
+  }
+}

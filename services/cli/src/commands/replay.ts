@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createPool } from '@gantry/db';
 import { DEVICE_ID_PATTERN, replayBronze } from '@gantry/ingest';
-import { requireDatabaseUrl, UsageError, type Command } from '../command.ts';
+import { UsageError, withDatabase, type Command } from '../command.ts';
 
 const instant = (name: string) =>
   z
@@ -36,7 +36,8 @@ export const replayCommand: Command = {
     'gantry replay --from <date|date-time> --to <date|date-time> [--device <deviceId>] [--all]\n\n' +
     '  Re-runs parsing over the messages received in [from, to) that were rejected or partly\n' +
     '  rejected (--all: every message), and stores what now parses. Safe to run again.',
-  async run(argv, { config, print }) {
+  async run(argv, context) {
+    const { config, print } = context;
     let values: unknown;
     try {
       values = parseArgs({
@@ -56,33 +57,35 @@ export const replayCommand: Command = {
     if (!parsed.success)
       throw new UsageError(`${parsed.error.issues.map((issue) => issue.message).join('\n')}\n\n${replayCommand.usage}`);
     const args = parsed.data;
-    const pool = createPool(requireDatabaseUrl(config), { max: 2, applicationName: 'gantry-replay' });
-    try {
-      let reported = 0;
-      const summary = await replayBronze(
-        { pool, config },
-        {
-          from: args.from,
-          to: args.to,
-          deviceKey: args.device,
-          all: args.all,
-          onProgress: (progress) => {
-            if (progress.messages - reported >= 50_000) {
-              reported = progress.messages;
-              print(`… ${progress.messages} messages re-parsed`);
-            }
+    await withDatabase(context, async (url) => {
+      const pool = createPool(url, { max: 2, applicationName: 'gantry-replay' });
+      try {
+        let reported = 0;
+        const summary = await replayBronze(
+          { pool, config },
+          {
+            from: args.from,
+            to: args.to,
+            deviceKey: args.device,
+            all: args.all,
+            onProgress: (progress) => {
+              if (progress.messages - reported >= 50_000) {
+                reported = progress.messages;
+                print(`… ${progress.messages} messages re-parsed`);
+              }
+            },
           },
-        },
-      );
-      print(`messages re-parsed: ${summary.messages}`);
-      print(`status changed:     ${summary.changed}`);
-      print(`readings added:     ${summary.readingsAdded}`);
-      print(
-        `now: ${summary.statuses.accepted} accepted, ${summary.statuses.partial} partial, ` +
-          `${summary.statuses.duplicate} duplicate, ${summary.statuses.rejected} rejected`,
-      );
-    } finally {
-      await pool.end();
-    }
+        );
+        print(`messages re-parsed: ${summary.messages}`);
+        print(`status changed:     ${summary.changed}`);
+        print(`readings added:     ${summary.readingsAdded}`);
+        print(
+          `now: ${summary.statuses.accepted} accepted, ${summary.statuses.partial} partial, ` +
+            `${summary.statuses.duplicate} duplicate, ${summary.statuses.rejected} rejected`,
+        );
+      } finally {
+        await pool.end();
+      }
+    });
   },
 };

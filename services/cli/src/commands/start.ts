@@ -149,7 +149,12 @@ async function startAll(
       `  Simulator: ${simulated.devices} demo machines publishing${past} (GANTRY_DEMO_SIMULATOR=false turns it off)`,
     );
   }
-  print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
+  if (baseConfig.databaseUrl) print(`  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}`);
+  else
+    print(
+      `  Database:  ${databaseUrl.replace(/:[^:@/]+@/, ':****@')}   (embedded; \`pnpm gantry database-url\` prints it with its password, and CLI commands find it by themselves)`,
+    );
+  print(`  Admin API: ${base}/api/admin/v1   (reference: ${base}/api/admin/v1/docs)`);
   if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
   if (demo) {
     print(`  Demo tenant key:   ${demo.tenantKey}`);

@@ -163,7 +163,7 @@ export async function openIngestConnection(options: IngestConnectionOptions): Pr
   let result = await attempt(5, options);
   let version: 4 | 5 = 5;
   if (result === 'unsupported') {
-    log.warn(
+    log.info(
       'the MQTT broker does not speak MQTT 5; using MQTT 3.1.1 with a persistent session and a plain subscription',
     );
     version = 4;
