@@ -8,6 +8,7 @@ import { migrateCommand } from './commands/migrate.ts';
 import { replayCommand } from './commands/replay.ts';
 import { startCommand } from './commands/start.ts';
 import { statusCommand } from './commands/status.ts';
+import { registerCommand, unknownDevicesCommand } from './commands/unknown-devices.ts';
 
 const commands: Command[] = [
   startCommand,
@@ -16,6 +17,8 @@ const commands: Command[] = [
   databaseUrlCommand,
   demoCommand,
   replayCommand,
+  unknownDevicesCommand,
+  registerCommand,
   ...adminCommands,
 ];
 

@@ -4,6 +4,7 @@ import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { meRoutes } from './me/routes.ts';
 import { provisioningRoutes } from './provisioning/routes.ts';
+import { unknownDeviceRoutes } from './provisioning/unknown-devices.routes.ts';
 import { reportingRoutes } from './reporting/routes.ts';
 import { serviceRequestRoutes } from './service-requests/routes.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
@@ -15,6 +16,7 @@ export function featureRoutes(deps: AppDeps, registry: () => RouteRegistry): Rou
     ...healthRoutes(deps.readiness),
     ...meRoutes(),
     ...provisioningRoutes({ pool: deps.pool, outbox: deps.outbox }),
+    ...unknownDeviceRoutes({ pool: deps.pool, outbox: deps.outbox }),
     ...reportingRoutes(deps),
     ...telemetryRoutes(deps),
     ...serviceRequestRoutes(deps),

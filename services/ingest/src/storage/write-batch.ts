@@ -14,6 +14,7 @@ import {
   toSilverRow,
   type DeviceRecord,
 } from './tables.ts';
+import { noteUnknownDevices } from './unknown-devices.ts';
 
 export type BronzeStatus = 'accepted' | 'rejected' | 'duplicate' | 'partial';
 export type WriteMethod = 'unnest' | 'copy';
@@ -339,5 +340,6 @@ export async function writeBatch(
       entries.map(([, v]) => new Date(v.ts)),
     ]);
   }
+  await noteUnknownDevices(client, messages, devices, options);
   return { outcomes, storedReadings };
 }
