@@ -119,7 +119,8 @@ describe('zero-configuration start (embedded PostgreSQL and MQTT broker)', () =>
 
     gantry.child.kill('SIGINT');
     expect(await gantry.exited).toBe(0);
-  });
+    // Under a loaded machine the first start (initdb, migrations, demo) takes well over a minute.
+  }, 300_000);
 
   it('refuses GANTRY_STORAGE_MODE=timescaledb on the embedded PostgreSQL, naming the reason', async () => {
     const gantry = startGantry({
