@@ -40,7 +40,7 @@ type Row = Record<string, unknown>;
 
 /** The sample payload as text: UTF-8 with invalid bytes replaced, NUL shown as U+FFFD. */
 function sampleText(payload: Buffer): string {
-  return payload.toString('utf8').replace(/\u0000/g, '\uFFFD');
+  return payload.toString('utf8').replaceAll('\u0000', '\uFFFD');
 }
 
 export function toUnknownDevice(row: Row) {
