@@ -1,5 +1,6 @@
 import type { AppDeps } from '../app.ts';
 import type { RouteRegistry, RouteSpec } from '../http/route.ts';
+import { adminReferenceRoutes } from './docs/admin-reference.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { meRoutes } from './me/routes.ts';
@@ -22,5 +23,6 @@ export function featureRoutes(deps: AppDeps, registry: () => RouteRegistry): Rou
     ...serviceRequestRoutes(deps),
     ...webhookRoutes(deps),
     ...docsRoutes(deps, registry),
+    ...adminReferenceRoutes(),
   ];
 }
