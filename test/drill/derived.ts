@@ -20,7 +20,6 @@ export const DERIVED_RELATIONS = [
   'utilization_daily',
   'positions_1min',
   'positions_15min',
-  'reading_counts_hourly',
 ] as const;
 
 /** Headline figures, to print beside the row comparison. */
@@ -94,8 +93,7 @@ export async function snapshotDerived(pool: Pool): Promise<void> {
 export async function resetDerivedState(pool: Pool): Promise<void> {
   await pool.query(`TRUNCATE telemetry_segments, usage_sessions, identifier_sessions, derivation_state, derivation_checkpoints,
                              derivation_queue, gold_invalidations, geofence_memberships,
-                             utilization_hourly, utilization_daily, positions_1min, positions_15min,
-                             reading_counts_hourly, message_counts_hourly`);
+                             utilization_hourly, utilization_daily, positions_1min, positions_15min`);
   await pool.query(`DELETE FROM geofence_alerts`);
   // 'rebuild' makes the refresher materialize each relation whole from its definition.
   await pool.query(
@@ -141,13 +139,7 @@ export async function deriveEverything(pool: Pool, databaseUrl: string): Promise
  * Snapshot, reset, clean derivation, comparison — with the results in the report:
  * one count line per relation and one check for all of them.
  */
-const GOLD_RELATIONS = [
-  'utilization_hourly',
-  'utilization_daily',
-  'positions_1min',
-  'positions_15min',
-  'reading_counts_hourly',
-] as const;
+const GOLD_RELATIONS = ['utilization_hourly', 'utilization_daily', 'positions_1min', 'positions_15min'] as const;
 
 /**
  * Whether each gold relation, as the worker left it, equals its own definition computed

@@ -42,10 +42,8 @@ describe.each(availableStorageModes())('migrations in %s mode', (mode) => {
     const status = await readDatabaseStatus(pool);
     expect(status.storageMode).toBe(mode);
     expect(status.gold.map((gold) => gold.relation).sort()).toEqual([
-      'message_counts_hourly',
       'positions_15min',
       'positions_1min',
-      'reading_counts_hourly',
       'utilization_daily',
       'utilization_fleet',
       'utilization_hourly',

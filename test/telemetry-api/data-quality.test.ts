@@ -12,7 +12,6 @@ import {
   type Fleet,
   type MessageInput,
 } from './fixtures.ts';
-import { materializeGold } from './gold.ts';
 
 const HOUR = 3_600_000;
 
@@ -24,6 +23,13 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
   let db: TestDatabase;
   let api: TestApi;
   let fleet: Fleet;
+  /** Receive times of the messages stored per asset, to work out what a range holds. */
+  const received: Record<string, number[]> = {};
+
+  async function sendMessages(name: string, messages: MessageInput[]): Promise<void> {
+    received[name] = [...(received[name] ?? []), ...messages.map((message) => message.receivedAt.getTime())];
+    await insertMessages(db.pool, fleet.tenantId, fleet.byName[name]!, messages);
+  }
 
   beforeAll(async () => {
     db = await createTestDatabase(`telemetry_quality_${mode}`, mode);
@@ -51,7 +57,7 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     await insertDeviceState(db.pool, t, byName.Quiet!, { lastSeenAt: minutesAgo(40) });
 
     // Poor GPS: 20 fixes, 15 valid (75 %).
-    await insertMessages(db.pool, t, byName['Poor GPS']!, times(20, 100, 'gps'));
+    await sendMessages('Poor GPS', times(20, 100, 'gps'));
     await insertReadings(
       db.pool,
       t,
@@ -59,7 +65,7 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       Array.from({ length: 20 }, (_, index) => ({ type: 'gps', ts: minutesAgo(100 - index), gpsValid: index >= 5 })),
     );
     // Erring: 11 messages, 2 rejected and one batch stored in part (3 with errors, 27.27 %), one with a long payload.
-    await insertMessages(db.pool, t, byName.Erring!, [
+    await sendMessages('Erring', [
       ...times(4, 90, 'adcin'),
       ...times(4, 80, 'heartbeat'),
       {
@@ -91,10 +97,8 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       ...Array.from({ length: 4 }, (_, index) => ({ type: 'heartbeat', ts: minutesAgo(80 - index) })),
     ]);
     // Late: every message received 10 minutes after its device time.
-    await insertMessages(
-      db.pool,
-      t,
-      byName.Late!,
+    await sendMessages(
+      'Late',
       Array.from({ length: 10 }, (_, index) => ({
         type: 'imu',
         receivedAt: minutesAgo(70 - index),
@@ -108,15 +112,15 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       Array.from({ length: 10 }, (_, index) => ({ type: 'imu', ts: minutesAgo(80 - index) })),
     );
     // Quiet: last heard 40 minutes ago.
-    await insertMessages(db.pool, t, byName.Quiet!, times(5, 45, 'heartbeat'));
+    await sendMessages('Quiet', times(5, 45, 'heartbeat'));
     // Fine: 12 valid fixes and 4 hourmeter readings.
-    await insertMessages(db.pool, t, byName.Fine!, [...times(12, 60, 'gps'), ...times(4, 40, 'hourmeter')]);
+    await sendMessages('Fine', [...times(12, 60, 'gps'), ...times(4, 40, 'hourmeter')]);
     await insertReadings(db.pool, t, byName.Fine!, [
       ...Array.from({ length: 12 }, (_, index) => ({ type: 'gps', ts: minutesAgo(60 - index) })),
       ...Array.from({ length: 4 }, (_, index) => ({ type: 'hourmeter', ts: minutesAgo(40 - index) })),
     ]);
     // Off: disabled, still sending.
-    await insertMessages(db.pool, t, byName.Off!, times(3, 30, 'gps'));
+    await sendMessages('Off', times(3, 30, 'gps'));
   });
   afterAll(async () => {
     await api?.close();
@@ -133,10 +137,18 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
   const entry = (body: any, name: string) => body.assets.find((item: any) => item.name === name);
 
   it('gives each device the first status that applies, with its counts and notes', async () => {
+    const before = Date.now();
     const body = await get('/telemetry/data-quality');
+    const after = Date.now();
     expect(body.telemetryEnabled).toBe(true);
     expect(body.capabilityState).toBe('configured');
-    expect(Date.parse(body.to) - Date.parse(body.from)).toBe(24 * HOUR);
+    // The default last 24 hours, widened to the whole hours the counters hold.
+    expect(Date.parse(body.from) % HOUR).toBe(0);
+    expect(Date.parse(body.to) % HOUR).toBe(0);
+    expect(Date.parse(body.from)).toBeLessThanOrEqual(after - 24 * HOUR);
+    expect(Date.parse(body.from)).toBeGreaterThan(before - 25 * HOUR);
+    expect(Date.parse(body.to)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(body.to)).toBeLessThanOrEqual(after + HOUR);
     expect(Math.abs(Date.parse(body.generatedAt) - Date.now())).toBeLessThan(60_000);
     expect(Object.fromEntries(body.assets.map((item: any) => [item.name, item.status]))).toEqual({
       Erring: 'errors',
@@ -253,28 +265,39 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     ).toBe(404);
   });
 
-  it('counts only what falls inside the range, and gives the same answer once gold is refreshed', async () => {
+  it('counts what falls inside the whole hours around the range, and echoes those hours', async () => {
+    // The counters have an hour grain: a range is widened to whole hours, so the counts
+    // are exact for the `from`/`to` the answer gives (they were the requested instants
+    // when counts were taken from raw rows).
     const from = new Date(Date.now() - 65 * 60_000).toISOString();
     const to = new Date(Date.now() - 25 * 60_000).toISOString();
     const window = await get(`/telemetry/data-quality?from=${from}&to=${to}`);
-    expect(window.from).toBe(from);
-    expect(entry(window, 'Fine').messageCount).toBe(16);
-    expect(entry(window, 'Erring').messageCount).toBe(1);
+    const hourFrom = Math.floor(Date.parse(from) / HOUR) * HOUR;
+    const hourTo = Math.ceil(Date.parse(to) / HOUR) * HOUR;
+    expect(window.from).toBe(new Date(hourFrom).toISOString());
+    expect(window.to).toBe(new Date(hourTo).toISOString());
+    const inHours = (name: string) => received[name]!.filter((ms) => ms >= hourFrom && ms < hourTo).length;
+    expect(inHours('Fine')).toBeGreaterThan(0);
+    expect(entry(window, 'Fine').messageCount).toBe(inHours('Fine'));
+    expect(entry(window, 'Erring').messageCount).toBe(inHours('Erring'));
+    expect(entry(window, 'Late').messageCount).toBe(inHours('Late'));
+    expect(window.summary.analyticsUpdatedAt).toBe(window.generatedAt);
 
-    const before = await get(`/telemetry/data-quality?from=${new Date(Date.now() - 3 * HOUR).toISOString()}`);
-    const hourStart = Math.floor(Date.now() / HOUR) * HOUR;
-    await materializeGold(
-      db,
-      ['message_counts_hourly', 'reading_counts_hourly'],
-      new Date(hourStart - 48 * HOUR).toISOString(),
-      new Date(hourStart).toISOString(),
+    // Asked for those whole hours, the answer is the same and echoes them unchanged.
+    const aligned = await get(
+      `/telemetry/data-quality?from=${new Date(hourFrom).toISOString()}&to=${new Date(hourTo).toISOString()}`,
     );
-    const after = await get(`/telemetry/data-quality?from=${before.from}`);
+    expect(aligned.from).toBe(window.from);
+    expect(aligned.to).toBe(window.to);
     const counts = (body: any) => body.assets.map(({ notes: _notes, lastSeenAt: _seen, ...rest }: any) => rest);
-    expect(counts(after)).toEqual(counts(before));
-    expect(after.messageTypes).toEqual(before.messageTypes);
-    expect(after.summary.analyticsUpdatedAt).not.toBeNull();
-    expect(before.summary.analyticsUpdatedAt).toBeNull();
+    expect(counts(aligned)).toEqual(counts(window));
+
+    // Hours before any traffic count nothing.
+    const hourNow = Math.floor(Date.now() / HOUR) * HOUR;
+    const empty = await get(
+      `/telemetry/data-quality?from=${new Date(hourNow - 30 * HOUR).toISOString()}&to=${new Date(hourNow - 26 * HOUR).toISOString()}`,
+    );
+    expect(empty.summary).toMatchObject({ messageCount: 0, silverEvents: 0, assetsWithData: 0 });
   });
 
   it('takes the error-rate and GPS thresholds from the configuration', async () => {

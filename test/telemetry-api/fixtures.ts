@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@gantry/db';
 import { provisioning } from '@gantry/api';
+import { recountCounters } from '../../services/ingest/src/storage/counters.ts';
 import { createTenantWithKeys, provisioner, type TenantFixture } from '../support/fixtures.ts';
 
 // Telemetry test data written straight into the tables ingest and derivation fill, so
@@ -142,6 +143,8 @@ export async function insertReadings(
       readings.map((reading) => (reading.type === 'gps' ? (reading.gpsValid ?? true) : null)),
     ],
   );
+  // Ingest counts what it writes in the same transaction; written here directly, the device is recounted.
+  await recountCounters(pool, [asset.deviceUuid]);
 }
 
 export interface MessageInput {
@@ -182,6 +185,7 @@ export async function insertMessages(
       messages.map((message) => message.payload ?? '{"ts":1}'),
     ],
   );
+  await recountCounters(pool, [asset.deviceUuid]);
 }
 
 export function minutesAgo(minutes: number): Date {

@@ -61,22 +61,6 @@ export const goldRelations: GoldRelation[] = [
     rollupOf: 'positions_1min',
     policy: { startOffset: '3 days', endOffset: '15 minutes', scheduleInterval: '5 minutes' },
   },
-  {
-    name: 'message_counts_hourly',
-    key: ['device_id', 'message_type', 'bucket'],
-    subjectColumn: 'm.device_id',
-    timeColumn: 'm.received_at',
-    bucketWidth: '1 hour',
-    policy: { startOffset: '3 days', endOffset: '1 hour', scheduleInterval: '1 minute' },
-  },
-  {
-    name: 'reading_counts_hourly',
-    key: ['device_id', 'type', 'bucket'],
-    subjectColumn: 'r.device_id',
-    timeColumn: 'r.ts',
-    bucketWidth: '1 hour',
-    policy: { startOffset: '3 days', endOffset: '1 hour', scheduleInterval: '1 minute' },
-  },
 ];
 
 const definitionCache = new Map<string, string>();

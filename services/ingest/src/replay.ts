@@ -2,6 +2,7 @@ import type { Config } from '@gantry/config';
 import type { Pool } from '@gantry/db';
 import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from './ingest.ts';
 import { parseMessage } from './pipeline/steps.ts';
+import type { CountedMessage } from './storage/counters.ts';
 import { inTransaction } from './storage/transaction.ts';
 import { writeBatch, type BronzeStatus, type ReplayTarget } from './storage/write-batch.ts';
 
@@ -33,6 +34,30 @@ interface BronzeRow {
   payload: Buffer;
   status: BronzeStatus;
   reading_count: number;
+  tenant_id: string | null;
+  device_id: string | null;
+  asset_id: string | null;
+  message_type: string | null;
+  error: string | null;
+  device_ts: Date | null;
+  payload_size: number;
+}
+
+/** What the row counts for in message_counts_hourly before the replay (db/counters/message_counts_hourly.sql). */
+function countedBefore(row: BronzeRow): CountedMessage | null {
+  if (row.device_id === null || row.tenant_id === null || row.message_type === null) return null;
+  return {
+    tenantId: row.tenant_id,
+    deviceId: row.device_id,
+    assetId: row.asset_id,
+    receivedAt: row.received_at.getTime(),
+    messageType: row.message_type,
+    status: row.status,
+    reason: row.error ?? '',
+    readingCount: row.reading_count,
+    payloadBytes: row.payload_size,
+    deviceTs: row.device_ts?.getTime() ?? null,
+  };
 }
 
 /**
@@ -57,41 +82,49 @@ export async function replayBronze(
   let cursor: { receivedAt: Date; id: number } = { receivedAt: options.from, id: -1 };
 
   for (;;) {
-    const { rows } = await pool.query<BronzeRow>(
-      `/* ingest:replaySelect */
-       SELECT id, received_at, topic, payload, status, reading_count
-       FROM device_messages
-       WHERE received_at >= $1 AND received_at < $2
-         AND (received_at, id) > ($3::timestamptz, $4::bigint)
-         AND ($5::text IS NULL OR device_key = $5)
-         AND status = ANY($6::text[])
-         -- an oversized payload is kept truncated; there is nothing to re-parse
-         AND payload_size = octet_length(payload)
-       ORDER BY received_at, id
-       LIMIT $7`,
-      [options.from, options.to, cursor.receivedAt, cursor.id, options.deviceKey ?? null, statuses, chunkSize],
-    );
-    if (rows.length === 0) break;
-    const now = Date.now();
-    const messages = rows.map((row) =>
-      parseMessage(
-        { topic: row.topic, payload: row.payload, receivedAt: row.received_at.getTime() },
-        { maxPayloadBytes: config.ingest.maxPayloadBytes, bounds: timeBounds(config, now) },
-      ),
-    );
-    const targets: ReplayTarget[] = rows.map((row) => ({
-      id: row.id,
-      receivedAt: row.received_at.getTime(),
-      status: row.status,
-      readingCount: row.reading_count,
-    }));
-    const result = await inTransaction(pool, config.ingest.statementTimeoutMs * 4, (client) =>
-      writeBatch(client, messages, {
+    // Rows are read and locked in the transaction that rewrites them, so the counters lose
+    // exactly what each row counted for, even with another replay running over them.
+    const chunk = await inTransaction(pool, config.ingest.statementTimeoutMs * 4, async (client) => {
+      const { rows } = await client.query<BronzeRow>(
+        `/* ingest:replaySelect */
+         SELECT id, received_at, topic, payload, status, reading_count,
+                tenant_id, device_id, asset_id, message_type, error, device_ts, payload_size
+         FROM device_messages
+         WHERE received_at >= $1 AND received_at < $2
+           AND (received_at, id) > ($3::timestamptz, $4::bigint)
+           AND ($5::text IS NULL OR device_key = $5)
+           AND status = ANY($6::text[])
+           -- an oversized payload is kept truncated; there is nothing to re-parse
+           AND payload_size = octet_length(payload)
+         ORDER BY received_at, id
+         LIMIT $7
+         FOR UPDATE`,
+        [options.from, options.to, cursor.receivedAt, cursor.id, options.deviceKey ?? null, statuses, chunkSize],
+      );
+      if (rows.length === 0) return null;
+      const now = Date.now();
+      const messages = rows.map((row) =>
+        parseMessage(
+          { topic: row.topic, payload: row.payload, receivedAt: row.received_at.getTime() },
+          { maxPayloadBytes: config.ingest.maxPayloadBytes, bounds: timeBounds(config, now) },
+        ),
+      );
+      const targets: ReplayTarget[] = rows.map((row) => ({
+        id: row.id,
+        receivedAt: row.received_at.getTime(),
+        status: row.status,
+        readingCount: row.reading_count,
+        counted: countedBefore(row),
+      }));
+      const result = await writeBatch(client, messages, {
         method: 'unnest',
         oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES,
         replay: targets,
-      }),
-    );
+      });
+      return { rows, result };
+    });
+    if (chunk === null) break;
+    const { rows, result } = chunk;
     result.outcomes.forEach((outcome, index) => {
       summary.statuses[outcome.status] += 1;
       if (outcome.status !== rows[index]!.status) summary.changed += 1;

@@ -4,6 +4,7 @@ import { markDirtySql, type PoolClient } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
+import { countBatch, type CountedMessage } from './counters.ts';
 import { columnArrays, copyText, unnestCall, type Cell, type Column } from './encode.ts';
 import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
 import {
@@ -35,6 +36,8 @@ export interface ReplayTarget {
   receivedAt: number;
   status: BronzeStatus;
   readingCount: number;
+  /** What the row counts for in message_counts_hourly now (null: nothing), taken away as the new outcome is added. */
+  counted?: CountedMessage | null;
 }
 
 export interface WriteOptions {
@@ -341,5 +344,8 @@ export async function writeBatch(
     ]);
   }
   await noteUnknownDevices(client, messages, devices, options);
+  // Counters commit with the rows they count (counters.ts); duplicates never reach silver.
+  const stored = candidates.filter((candidate) => inserted.has(candidate.key)).map((candidate) => candidate.row);
+  await countBatch(client, messages, outcomes, stored, options.replay);
   return { outcomes, storedReadings };
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from '@gantry/db';
-import { readReadingCounts } from './counts.repository.ts';
+import { readReadingCounts, wholeHours } from './counts.repository.ts';
 import { assetScopeCondition, scopeBlock, SqlParams, type TelemetryScope } from './sql.ts';
 
 const WEEK_MS = 7 * 86_400_000;
@@ -9,8 +9,9 @@ const READING_TYPES = ['gps', 'adcin', 'hourmeter', 'imu', 'identifier', 'heartb
  * What telemetry the key's assets have. A capability is enabled once a device of an
  * asset in scope has ever reported that kind of reading (the latest-state timestamps),
  * so a fleet out of coverage for a week keeps its capabilities; `messageTypesLast7d`
- * counts the valid readings per type of the last 7 days (a batch upload counts by the
- * types inside it; every type is listed). Geofence alerts need telemetry and at least one enabled geofence.
+ * counts the valid readings per type of the last 7 days — the whole hours covering
+ * them, the counters' grain (a batch upload counts by the types inside it; every type
+ * is listed). Geofence alerts need telemetry and at least one enabled geofence.
  */
 export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   const params = new SqlParams();
@@ -39,12 +40,11 @@ export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   const counts = await readReadingCounts(db, {
     tenantId: scope.tenantId,
     deviceIds,
-    from: new Date(now - WEEK_MS),
-    to: new Date(now),
+    ...wholeHours({ from: new Date(now - WEEK_MS), to: new Date(now) }),
   });
   // Every reading type is listed, 0 when none came, so clients see stable keys.
   const messageTypesLast7d: Record<string, number> = Object.fromEntries(READING_TYPES.map((type) => [type, 0]));
-  for (const count of counts.rows)
+  for (const count of counts)
     messageTypesLast7d[count.type] = (messageTypesLast7d[count.type] ?? 0) + count.readingCount;
   const telemetryAssets = row.telemetry_assets as number;
   const telemetryEnabled = telemetryAssets > 0;

@@ -1,9 +1,11 @@
-import type { Queryable } from '@gantry/db';
+import type { Pool, Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import type { ResolvedRange } from '../../http/query.ts';
 import {
   readMessageCounts,
   readReadingCounts,
+  wholeHours,
+  type HourRange,
   type MessageCountRow,
   type ReadingCountRow,
 } from './counts.repository.ts';
@@ -91,7 +93,7 @@ async function devicesInScope(
   return { devices: rows as DeviceRow[], totalAssets: total.rows[0]?.count ?? 0 };
 }
 
-async function recentErrors(db: Queryable, scope: TelemetryScope, range: ResolvedRange, assetId: string | undefined) {
+async function recentErrors(db: Queryable, scope: TelemetryScope, range: HourRange, assetId: string | undefined) {
   const params = new SqlParams();
   const conditions = [
     `m.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
@@ -222,37 +224,47 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
 }
 
 /**
- * The data-quality report of DESIGN §3 for [from, to): one entry per device (with its
- * asset), message types, the latest rejected messages and a summary. Counts come from
- * the hourly gold relations plus live edges; statuses use the live online status.
+ * The data-quality report over the whole UTC hours covering [from, to): one entry per
+ * device (with its asset), message types, the latest messages with an error and a
+ * summary. Counts come from ingest's hourly counters, which hold every committed batch,
+ * so they are exact for the hours the answer echoes as `from`/`to`, as of `generatedAt`;
+ * everything is read in one snapshot. Statuses use the live online status.
  */
 export async function readDataQuality(
-  db: Queryable,
+  pool: Pool,
   scope: TelemetryScope,
   range: ResolvedRange,
   assetId: string | undefined,
   rules: StatusRules,
 ) {
-  const { devices, totalAssets } = await devicesInScope(db, scope, assetId, rules);
-  const query = {
-    tenantId: scope.tenantId,
-    deviceIds: devices.map((device) => device.id),
-    from: range.from,
-    to: range.to,
-  };
-  const [messages, readings, errors] = await Promise.all([
-    readMessageCounts(db, query),
-    readReadingCounts(db, query),
-    recentErrors(db, scope, range, assetId),
-  ]);
-  const messagesByDevice = groupBy(messages.rows, (row) => row.deviceId);
-  const readingsByDevice = groupBy(readings.rows, (row) => row.deviceId);
+  const hours = wholeHours(range);
+  const client = await pool.connect();
+  let read;
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const { devices, totalAssets } = await devicesInScope(client, scope, assetId, rules);
+    const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), ...hours };
+    const messages = await readMessageCounts(client, query);
+    const readings = await readReadingCounts(client, query);
+    const errors = await recentErrors(client, scope, hours, assetId);
+    const snapshot = await client.query<{ at: Date }>('SELECT transaction_timestamp() AS at');
+    await client.query('COMMIT');
+    read = { devices, totalAssets, messages, readings, errors, at: snapshot.rows[0]!.at };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+  const { devices, totalAssets, messages, readings, errors } = read;
+  const messagesByDevice = groupBy(messages, (row) => row.deviceId);
+  const readingsByDevice = groupBy(readings, (row) => row.deviceId);
   const assessed = devices.map((device) =>
     assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? [], rules),
   );
   const assets = assessed.map(({ onlineStatus: _onlineStatus, ...entry }) => entry);
 
-  const messageTypes = [...groupBy(messages.rows, (row) => row.messageType).entries()]
+  const messageTypes = [...groupBy(messages, (row) => row.messageType).entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([messageType, rows]) => {
       const messageCount = sum(rows, (row) => row.messageCount);
@@ -277,13 +289,13 @@ export async function readDataQuality(
   };
   const scored = assets.filter((entry) => entry.status !== 'disabled');
   const assetsWithData = assets.filter((entry) => entry.messageCount > 0).length;
-  const updatedAt = [messages.coverage.updatedAt, readings.coverage.updatedAt];
   const anySeen = devices.some((device) => device.lastSeenAt !== null);
 
   return {
-    generatedAt: new Date().toISOString(),
-    from: range.from.toISOString(),
-    to: range.echo.to,
+    generatedAt: read.at.toISOString(),
+    from: hours.from.toISOString(),
+    // A date-only `to` is already a whole hour and keeps its shown form (the day's last millisecond).
+    to: hours.to.getTime() === range.to.getTime() ? range.echo.to : hours.to.toISOString(),
     telemetryEnabled: devices.length > 0,
     capabilityState:
       devices.length === 0
@@ -318,9 +330,8 @@ export async function readDataQuality(
         scored.length > 0
           ? round(sum(scored, (entry) => statusScores[entry.status as keyof typeof statusScores]) / scored.length)
           : 0,
-      analyticsUpdatedAt: updatedAt.some((value) => value === null)
-        ? null
-        : iso(new Date(Math.min(...updatedAt.map((value) => (value as Date).getTime())))),
+      // The counters hold every batch committed before the snapshot the answer was read in.
+      analyticsUpdatedAt: read.at.toISOString(),
     },
   };
 }

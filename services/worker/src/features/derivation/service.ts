@@ -237,16 +237,12 @@ function carryPoint(readings: Reading[], lagMs: number): number {
   return Math.max(last.ts - lagMs, byCount);
 }
 
-/** Buckets of the silver-based relations touched by the device's new readings. */
+/** Minutes of positions_1min touched by the device's new valid fixes (traffic counts are kept by ingest). */
 function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Invalidation[] {
   if (device.dirtyFrom === Infinity) return [];
-  let first = Infinity;
-  let last = -Infinity;
   const positions = new Map<string, { first: number; last: number }>();
   for (const reading of readings) {
     if (reading.ts < device.dirtyFrom) continue;
-    first = Math.min(first, reading.ts);
-    last = Math.max(last, reading.ts);
     if (reading.type === 'gps' && reading.gpsValid && reading.assetId) {
       const range = positions.get(reading.assetId) ?? { first: reading.ts, last: reading.ts };
       range.first = Math.min(range.first, reading.ts);
@@ -254,16 +250,7 @@ function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Inval
       positions.set(reading.assetId, range);
     }
   }
-  if (first === Infinity) return [];
-  const result: Invalidation[] = [
-    {
-      relation: 'reading_counts_hourly',
-      tenantId: device.tenantId,
-      subjectId: device.deviceId,
-      bucketStart: floorTo(first, HOUR),
-      bucketEnd: floorTo(last, HOUR) + HOUR,
-    },
-  ];
+  const result: Invalidation[] = [];
   for (const [assetId, range] of positions) {
     result.push({
       relation: 'positions_1min',

@@ -14,11 +14,10 @@ import { goldMetrics } from './metrics.ts';
 /**
  * How each gold relation is kept fresh. Relations over derived data (utilization,
  * positions) follow the invalidation log the derivation worker writes with every
- * change, bucket by bucket, current bucket included. Relations counting raw traffic
- * (bronze messages by receive hour, silver readings by device hour) materialize closed
- * hours once they have settled, plus logged invalidations of hours already closed
- * (late uploads, replays): re-counting the open hour of every device every few seconds
- * would cost more than answering it live.
+ * change, bucket by bucket, current bucket included. `closedHours` plans would
+ * materialize only settled hours (plus logged invalidations of closed ones); the
+ * traffic counts that used it are kept by ingest now (message_counts_hourly and
+ * reading_counts_hourly, services/ingest/src/storage/counters.ts).
  */
 interface RefreshPlan {
   base: string;
@@ -31,8 +30,6 @@ interface RefreshPlan {
 export const refreshPlans: RefreshPlan[] = [
   { base: 'utilization_hourly', rollups: ['utilization_daily'], closedHours: false, fleet: true },
   { base: 'positions_1min', rollups: ['positions_15min'], closedHours: false },
-  { base: 'reading_counts_hourly', rollups: [], closedHours: true },
-  { base: 'message_counts_hourly', rollups: [], closedHours: true },
 ];
 
 export interface GoldDeps {

@@ -1,0 +1,213 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPublisher, fleetTraffic, publishMessages } from '@gantry/simulator';
+import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from '../../services/ingest/src/ingest.ts';
+import { parseMessage, type ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
+import { replayBronze } from '../../services/ingest/src/replay.ts';
+import { counterDrift, counterTables } from '../../services/ingest/src/storage/counters.ts';
+import { inTransaction } from '../../services/ingest/src/storage/transaction.ts';
+import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
+import { testConfig } from '../support/api.ts';
+import { startTestBroker, type TestBroker } from '../support/broker.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { countOf, provisionFleetBulk, uniqueDeviceIds, waitFor } from '../support/ingest.ts';
+import { killAllServices, spawnService } from '../support/processes.ts';
+
+const HOUR = 3_600_000;
+
+/** A small seeded generator (mulberry32), so a failing run can be repeated. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+async function expectCountersEqualRecount(db: TestDatabase): Promise<void> {
+  for (const table of counterTables) expect(await counterDrift(db.pool, table), table).toBe(0);
+}
+
+let db: TestDatabase;
+let broker: TestBroker | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase('ingest_counters');
+});
+
+afterAll(async () => {
+  await killAllServices();
+  await broker?.stop();
+  await db?.drop();
+});
+
+describe('ingest counters', () => {
+  it('equal a recount of bronze and silver after random traffic with duplicates, rejects, late batches, asset moves and replays', async () => {
+    const seed = Number(process.env.COUNTERS_TEST_SEED ?? Date.now() % 1_000_000);
+    const next = random(seed);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const config = testConfig(db.url);
+    const deviceIds = uniqueDeviceIds(8, 'count');
+    const fleet = await provisionFleetBulk(db.pool, deviceIds.slice(0, 6));
+    // One disabled device; two ids unknown until the replay registers them.
+    await db.pool.query(`UPDATE devices SET enabled = false WHERE device_id = $1`, [deviceIds[5]]);
+    const unknown = deviceIds.slice(6);
+    const now = Date.now();
+    const sent: Array<{ topic: string; payload: Buffer; receivedAt: number }> = [];
+
+    function message(): { topic: string; payload: Buffer; receivedAt: number } {
+      // Receive times over the last 30 hours; device times up to 3 hours before (late uploads).
+      const receivedAt = now - Math.floor(next() * 30 * HOUR);
+      const deviceId = next() < 0.08 ? pick(unknown) : pick(deviceIds.slice(0, 6));
+      const roll = next();
+      if (roll < 0.12 && sent.length > 0) return { ...pick(sent), receivedAt }; // a resend: duplicate
+      const ts = receivedAt - Math.floor(next() < 0.3 ? next() * 3 * HOUR : next() * 60_000);
+      const reading = (type: string) => {
+        switch (type) {
+          case 'gps':
+            return { ts, lat: 51.9 + next() / 10, lon: 4 + next() / 10, hdop: next() < 0.2 ? 9 : 1, speedKmh: 5 };
+          case 'adcin':
+            return { ts, state: next() < 0.5 ? 'on' : 'off' };
+          case 'hourmeter':
+            return { ts, value: Math.floor(next() * 100_000) };
+          case 'imu':
+            return { ts, peakG: next() * 3, samples: 50 };
+          default:
+            return { ts, ignition: true, batteryV: 12.5 };
+        }
+      };
+      let type = pick(['gps', 'adcin', 'hourmeter', 'imu', 'heartbeat', 'batch']);
+      let payload: unknown;
+      if (roll < 0.18)
+        payload = '{"ts": 12'; // invalid JSON
+      else if (roll < 0.22)
+        payload = { ts: receivedAt + 2 * HOUR, lat: 1, lon: 1 }; // future timestamp
+      else if (type === 'batch') {
+        payload = Array.from({ length: 2 + Math.floor(next() * 3) }, (_, index) => {
+          if (next() < 0.15) return { type: 'gps', ts: 'not a time' };
+          const entryType = pick(['gps', 'adcin', 'heartbeat']);
+          return { type: entryType, ...reading(entryType), ts: ts - index * 1000 };
+        });
+      } else payload = reading(type);
+      if (roll < 0.22) type = 'gps';
+      const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
+      const sentMessage = { topic: `gantry/v1/devices/${deviceId}/${type}`, payload: Buffer.from(text), receivedAt };
+      sent.push(sentMessage);
+      return sentMessage;
+    }
+
+    const parse = (raw: { topic: string; payload: Buffer; receivedAt: number }): ParsedMessage =>
+      parseMessage(raw, {
+        maxPayloadBytes: config.ingest.maxPayloadBytes,
+        bounds: timeBounds(config, raw.receivedAt),
+      });
+    const write = (messages: ParsedMessage[], method: 'unnest' | 'copy') =>
+      inTransaction(db.pool, 30_000, (client) =>
+        writeBatch(client, messages, { method, oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES }),
+      );
+
+    // Three writers at once, as several ingest processes would be, on the same devices.
+    for (let round = 0; round < 10; round += 1) {
+      await Promise.all(
+        [0, 1, 2].map((writer) =>
+          write(
+            Array.from({ length: 150 }, () => parse(message())),
+            writer % 2 === 0 ? 'unnest' : 'copy',
+          ),
+        ),
+      );
+      if (round === 4) {
+        // A device moves to another asset: its later rows, and their counts, name the new one.
+        await db.pool.query(`UPDATE devices SET asset_id = $1 WHERE id = $2`, [
+          fleet.devices[1]!.assetId,
+          fleet.devices[0]!.id,
+        ]);
+      }
+    }
+    await expectCountersEqualRecount(db);
+
+    // The unknown devices are registered, and replay re-parses what they sent, while
+    // traffic goes on; then everything again (duplicates and all).
+    await db.pool.query(
+      `INSERT INTO devices (tenant_id, device_id, asset_id) SELECT $1, d, $2 FROM unnest($3::text[]) AS d`,
+      [fleet.tenantId, fleet.devices[2]!.assetId, unknown],
+    );
+    const range = { from: new Date(now - 40 * HOUR), to: new Date(now + HOUR) };
+    const [first] = await Promise.all([
+      replayBronze({ pool: db.pool, config }, { ...range, chunkSize: 97 }),
+      write(
+        Array.from({ length: 150 }, () => parse(message())),
+        'unnest',
+      ),
+    ]);
+    expect(first.changed).toBeGreaterThan(0);
+    await expectCountersEqualRecount(db);
+    const again = await replayBronze({ pool: db.pool, config }, { ...range, all: true, chunkSize: 250 });
+    expect(again.messages).toBeGreaterThan(first.messages);
+    await expectCountersEqualRecount(db);
+
+    // The traffic exercised every outcome, and the counters hold all of it.
+    const outcomes = await db.pool.query<{ status: string; n: string }>(
+      `SELECT status, sum(message_count) AS n FROM message_counts_hourly GROUP BY status ORDER BY status`,
+    );
+    expect(outcomes.rows.map((row) => row.status)).toEqual(['accepted', 'duplicate', 'partial', 'rejected']);
+    expect(
+      await countOf(db.pool, `SELECT coalesce(sum(message_count), 0) AS count FROM message_counts_hourly`),
+      `seed ${seed}`,
+    ).toBe(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE device_id IS NOT NULL`));
+    expect(await countOf(db.pool, `SELECT coalesce(sum(reading_count), 0) AS count FROM reading_counts_hourly`)).toBe(
+      await countOf(db.pool, `SELECT count(*) FROM telemetry_readings`),
+    );
+    const hours = await countOf(db.pool, `SELECT count(DISTINCT bucket) AS count FROM reading_counts_hourly`);
+    expect(hours).toBeGreaterThan(24);
+  }, 120_000);
+
+  it('equal a recount after the ingest process is killed with SIGKILL mid-run and restarted', async () => {
+    broker = await startTestBroker();
+    const total = 30_000;
+    const deviceIds = uniqueDeviceIds(100, 'countkill');
+    await provisionFleetBulk(db.pool, deviceIds, 'Counter kill terminal');
+    const env = {
+      GANTRY_DATABASE_URL: db.url,
+      GANTRY_MQTT_URL: broker.url,
+      GANTRY_INGEST_CLIENT_ID: `gantry-ingest-counters-${deviceIds[0]}`,
+      GANTRY_INGEST_SHARED_GROUP: '',
+    };
+    const first = await spawnService('ingest', { env });
+    const publisher = await createPublisher({ mqttUrl: broker.url, window: 2000 });
+    const publishing = publishMessages(
+      publisher,
+      fleetTraffic({ deviceIds, count: total, start: Date.now() - 2 * HOUR, stepMs: 20 }),
+    );
+    const deviceReadings = `SELECT count(*) FROM telemetry_readings r JOIN devices d ON d.id = r.device_id WHERE d.device_id LIKE 'countkill-%'`;
+    await waitFor(
+      () => countOf(db.pool, deviceReadings),
+      (count) => count >= 8_000,
+      120_000,
+      'readings before the kill',
+    );
+    expect((await first.kill()).signal).toBe('SIGKILL');
+
+    const second = await spawnService('ingest', { env });
+    await publishing;
+    await publisher.close();
+    await waitFor(
+      () => countOf(db.pool, deviceReadings),
+      (count) => count >= total,
+      240_000,
+      'every reading',
+    );
+    await second.stop();
+
+    await expectCountersEqualRecount(db);
+    expect(
+      await countOf(
+        db.pool,
+        `SELECT sum(c.reading_count) AS count FROM reading_counts_hourly c JOIN devices d ON d.id = c.device_id
+          WHERE d.device_id LIKE 'countkill-%'`,
+      ),
+    ).toBe(total);
+  }, 400_000);
+});
