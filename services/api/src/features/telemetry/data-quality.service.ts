@@ -1,4 +1,4 @@
-import type { Pool, Queryable } from '@gantry/db';
+import type { Pool, PoolClient, Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import type { ResolvedRange } from '../../http/query.ts';
 import {
@@ -223,6 +223,22 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   return groups;
 }
 
+/** Runs `fn` in one read-only snapshot, so every part of an answer sees the same commits. */
+async function inSnapshot<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
 /**
  * The data-quality report over the whole UTC hours covering [from, to): one entry per
  * device (with its asset), message types, the latest messages with an error and a
@@ -238,24 +254,16 @@ export async function readDataQuality(
   rules: StatusRules,
 ) {
   const hours = wholeHours(range);
-  const client = await pool.connect();
-  let read;
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  const read = await inSnapshot(pool, async (client) => {
+    // The snapshot is taken by the first statement: its time is the answer's.
+    const snapshot = await client.query<{ at: Date }>('SELECT statement_timestamp() AS at');
     const { devices, totalAssets } = await devicesInScope(client, scope, assetId, rules);
     const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), ...hours };
     const messages = await readMessageCounts(client, query);
     const readings = await readReadingCounts(client, query);
     const errors = await recentErrors(client, scope, hours, assetId);
-    const snapshot = await client.query<{ at: Date }>('SELECT transaction_timestamp() AS at');
-    await client.query('COMMIT');
-    read = { devices, totalAssets, messages, readings, errors, at: snapshot.rows[0]!.at };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+    return { devices, totalAssets, messages, readings, errors, at: snapshot.rows[0]!.at };
+  });
   const { devices, totalAssets, messages, readings, errors } = read;
   const messagesByDevice = groupBy(messages, (row) => row.deviceId);
   const readingsByDevice = groupBy(readings, (row) => row.deviceId);
