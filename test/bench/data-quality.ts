@@ -23,7 +23,8 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
-import { provisioning } from '@gantry/api';
+import { provisioning, startApiServer, type ApiServer } from '@gantry/api';
+import { silentLogger } from '@gantry/logger';
 import { createOutbox, createPool, migrateDatabase, withTransaction, type Pool } from '@gantry/db';
 import { parseMessage } from '@gantry/ingest';
 import { encodeMessage, fleetTraffic } from '@gantry/simulator';
@@ -39,7 +40,7 @@ import {
   readReadingCounts,
   wholeHours,
 } from '../../services/api/src/features/telemetry/counts.repository.ts';
-import { startTestApi } from '../support/api.ts';
+import { testConfig } from '../support/api.ts';
 
 const HOUR = 3_600_000;
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 1000);
@@ -248,7 +249,7 @@ async function main(): Promise<void> {
   await admin.query(`CREATE DATABASE ${name}`);
   const url = withDatabase(serverUrl, name);
   const pool = createPool(url, { max: 8, applicationName: 'gantry-bench-dq' });
-  let server: Awaited<ReturnType<typeof startTestApi>> | undefined;
+  let server: ApiServer | undefined;
   try {
     const migrated = await migrateDatabase(url, { storageMode: 'auto' });
     const startLoad = os.loadavg();
@@ -256,10 +257,24 @@ async function main(): Promise<void> {
     const costFleet = await provisionFleet(pool, 'Cost', 200);
     const openHour = Math.floor(Date.now() / HOUR) * HOUR;
     await countHistory(pool, fleet, openHour);
-    const api = await startTestApi(pool, url);
+    // As deployed: no response validation (the tests check the schema).
+    const config = testConfig(url);
+    const api = await startApiServer(
+      {
+        config,
+        pool,
+        logger: silentLogger(),
+        outbox: createOutbox({ maxAttempts: 3 }),
+        readiness: {},
+        validateResponses: false,
+      },
+      { host: '127.0.0.1', port: 0 },
+    );
     server = api;
     const dataQuality = async () => {
-      const response = await api.external('/telemetry/data-quality', fleet.key);
+      const response = await fetch(`${api.url}/api/external/v1/telemetry/data-quality`, {
+        headers: { 'X-API-Key': fleet.key },
+      });
       if (response.status !== 200)
         throw new Error(`data-quality answered ${response.status}: ${await response.text()}`);
       await response.arrayBuffer();
