@@ -108,6 +108,13 @@ export function fieldLines(schema: z.ZodType): string[] {
   });
 }
 
+/** One field of an answer, for scripts (`--get id`): strings bare, anything else as JSON. */
+function fieldOf(result: unknown, name: string): string {
+  const value = (result as Record<string, unknown> | null)?.[name];
+  if (value === undefined) throw new UsageError(`--get ${name}: the answer has no field "${name}"`);
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 function adminCommand(verb: string): Command {
   const names = Object.keys(operations)
     .filter((key) => key.startsWith(`${verb} `))
@@ -115,7 +122,7 @@ function adminCommand(verb: string): Command {
   return {
     name: verb,
     summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} back-office objects: ${names.join(', ')}`,
-    usage: `gantry ${verb} <${names.join('|')}> [id] [--tenant <tenantId>] [--json '<body with the external API field names>']`,
+    usage: `gantry ${verb} <${names.join('|')}> [id] [--tenant <tenantId>] [--json '<body with the external API field names>'] [--get <field>]`,
     help(argv) {
       const resource = argv.find((arg) => !arg.startsWith('-'));
       const operation = resource === undefined ? undefined : operations[`${verb} ${resource}`];
@@ -126,6 +133,7 @@ function adminCommand(verb: string): Command {
       ];
       if (operation.schema)
         lines.push('', 'Fields of --json (the admin API takes the same body):', ...fieldLines(operation.schema));
+      lines.push('', 'The answer is printed as JSON; --get <field> prints one field of it (e.g. --get id).');
       return lines.join('\n');
     },
     async run(argv, context) {
@@ -133,7 +141,7 @@ function adminCommand(verb: string): Command {
       const { positionals, values } = parseArgs({
         args: argv,
         allowPositionals: true,
-        options: { tenant: { type: 'string' }, json: { type: 'string' } },
+        options: { tenant: { type: 'string' }, json: { type: 'string' }, get: { type: 'string' } },
       });
       const [resource, id] = positionals;
       const operation = operations[`${verb} ${resource}`];
@@ -166,7 +174,8 @@ function adminCommand(verb: string): Command {
             id ?? '',
             body as never,
           );
-          print(JSON.stringify(result, null, 2));
+          if (values.get === undefined) print(JSON.stringify(result, null, 2));
+          else print(fieldOf(result, values.get));
         } finally {
           await pool.end();
         }
