@@ -13,7 +13,7 @@ interface Operation {
   run(deps: Deps, tenantId: string, id: string, body: never): Promise<unknown>;
 }
 
-// The same provisioning code and body schemas as the admin API (DESIGN §6).
+// The same provisioning code and body schemas as the admin API (docs/getting-started.md).
 const operations: Record<string, Operation> = {
   'create tenant': {
     schema: schemas.TenantCreate,

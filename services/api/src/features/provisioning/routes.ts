@@ -28,7 +28,7 @@ interface AdminOperation {
   run: (params: Record<string, string>, body: never) => Promise<unknown>;
 }
 
-/** The admin API of DESIGN §6: bearer admin token, 201 with the created object. */
+/** The admin API: bearer admin token, 201 with the created object. */
 export function provisioningRoutes(deps: ProvisioningDeps): RouteSpec[] {
   const operations: AdminOperation[] = [
     {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { zoneGeometrySchema } from '@gantry/contracts';
 
-// Admin API bodies (DESIGN §6): the external API's field names.
+// Admin API bodies: the external API's field names (the CLI takes the same bodies).
 
 const text = (max: number) => z.string().trim().max(max);
 const requiredText = (max: number) => z.string().trim().min(1, 'must not be empty').max(max);
