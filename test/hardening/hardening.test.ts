@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { Writable } from 'node:stream';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { createLogger } from '@gantry/logger';
 import { createPool } from '@gantry/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -166,7 +167,7 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
     ['application/x-www-form-urlencoded', 'title=x'],
     ['multipart/form-data; boundary=x', '--x--'],
     ['application/xml', '<title>x</title>'],
-  ])('a JSON route answers 400 naming the expected type for a %s body', async (type, body) => {
+  ])('a JSON route answers 415 naming the expected type for a %s body', async (type, body) => {
     const withBody = routes.filter((route) => route.request?.body && !route.path.includes(':'));
     for (const route of withBody) {
       const response = await api.external(route.path, tenant.tenantKey, {
@@ -174,9 +175,96 @@ describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
         headers: { 'Content-Type': type },
         body,
       });
-      expect(response.status, `${route.operationId} ${type}`).toBe(400);
+      expect(response.status, `${route.operationId} ${type}`).toBe(415);
       expect((await json(response)).error).toMatch(/application\/json/);
     }
+  });
+
+  it('a gzip, deflate or br JSON body is read; the size limit counts the decoded bytes (a small bomb is 413)', async () => {
+    const title = 'Leak seen through a compressed body';
+    const plain = Buffer.from(JSON.stringify({ title }));
+    for (const [encoding, compress] of [
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+      ['br', brotliCompressSync],
+      ['GZip', gzipSync],
+    ] as const) {
+      const response = await api.external('/service-requests', tenant.tenantKey, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+        body: compress(plain),
+      });
+      expect(response.status, encoding).toBe(201);
+      expect((await json(response)).title).toBe(title);
+    }
+    // 2 MB of JSON that compresses to about 2 KB: refused once decoded past the limit.
+    const bomb = gzipSync(Buffer.from(JSON.stringify({ title: 'x'.repeat(2_000_000) })));
+    expect(bomb.length).toBeLessThan(MAX_JSON_BYTES);
+    const refused = await api.external('/service-requests', tenant.tenantKey, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: bomb,
+    });
+    expect(refused.status).toBe(413);
+    expect(await json(refused)).toMatchObject({ code: 'payload_too_large' });
+  });
+
+  it.each([
+    ['Content-Encoding: zstd', { 'Content-Encoding': 'zstd' }, '{"title":"x"}', 415, 'unsupported_content_encoding'],
+    [
+      'Content-Encoding: gzip, br',
+      { 'Content-Encoding': 'gzip, br' },
+      '{"title":"x"}',
+      415,
+      'unsupported_content_encoding',
+    ],
+    [
+      'Content-Encoding: compress',
+      { 'Content-Encoding': 'compress' },
+      '{"title":"x"}',
+      415,
+      'unsupported_content_encoding',
+    ],
+    ['a body that is not gzip data', { 'Content-Encoding': 'gzip' }, '{"title":"x"}', 400, 'invalid_body'],
+    ['charset=nope', { 'Content-Type': 'application/json; charset=nope' }, '{"title":"x"}', 415, 'unsupported_charset'],
+    [
+      'charset=latin1',
+      { 'Content-Type': 'application/json; charset=latin1' },
+      '{"title":"x"}',
+      415,
+      'unsupported_charset',
+    ],
+    ['an empty Idempotency-Key', { 'Idempotency-Key': '' }, '{"title":"x"}', 400, 'invalid_header'],
+  ])('%s is refused with a JSON %i', async (_label, headers, body, status, code) => {
+    const before = await db.pool.query('SELECT count(*)::int AS n FROM service_requests');
+    const response = await api.external('/service-requests', tenant.tenantKey, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body,
+    });
+    expect(response.status).toBe(status);
+    expect(await json(response)).toMatchObject({ code });
+    const after = await db.pool.query('SELECT count(*)::int AS n FROM service_requests');
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it('an upload with a Content-Encoding is 415 (files are sent as they are)', async () => {
+    const created = await json(
+      await api.external('/service-requests', tenant.tenantKey, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ title: 'For an upload' }),
+      }),
+    );
+    const form = new FormData();
+    form.append('file', new Blob([gzipSync(Buffer.from('hello'))]), 'hello.txt');
+    const response = await api.external(`/service-requests/${created.id}/files`, tenant.tenantKey, {
+      method: 'POST',
+      headers: { 'Content-Encoding': 'gzip' },
+      body: form,
+    });
+    expect(response.status).toBe(415);
+    expect(await json(response)).toMatchObject({ code: 'unsupported_content_encoding' });
   });
 
   it('malformed JSON, NUL characters and deep nesting are 400, not 500', async () => {

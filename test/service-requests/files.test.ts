@@ -349,7 +349,7 @@ describe('service request files', () => {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ file: 'abc' }),
     });
-    expect(asJson.status).toBe(400);
+    expect(asJson.status).toBe(415);
     expect(await json(asJson)).toMatchObject({ code: 'invalid_content_type' });
 
     const garbled = await world.api.external(`/service-requests/${request.id}/files`, tenantKey, {

@@ -2,6 +2,7 @@ import { loadConfig, type Config } from '@gantry/config';
 import { createOutbox, type Pool } from '@gantry/db';
 import { silentLogger, type Logger } from '@gantry/logger';
 import { startApiServer, type ApiServer } from '@gantry/api';
+import { unwatchContract, watchContract } from './contract.ts';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -29,7 +30,12 @@ export interface TestApi extends ApiServer {
   admin(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
 }
 
-/** The API in-process on a free port, checking every response against its schema. */
+/**
+ * The API in-process on a free port. Every answer is checked twice: the server checks
+ * each JSON body against its route's zod schema, and every answer a test receives
+ * through fetch is checked against the OpenAPI documents this server serves
+ * (test/support/contract.ts); a mismatch fails the test.
+ */
 export async function startTestApi(
   pool: Pool,
   databaseUrl: string,
@@ -48,8 +54,13 @@ export async function startTestApi(
     },
     { host: '127.0.0.1', port: 0 },
   );
+  watchContract(server.url, TEST_ADMIN_TOKEN);
   return {
     ...server,
+    async close() {
+      unwatchContract(server.url);
+      await server.close();
+    },
     config,
     external(path, key, init = {}) {
       const headers = new Headers(init.headers);

@@ -134,12 +134,17 @@ describe('subscriptions', () => {
       events: ['report.created'],
       secret: 'my-own-secret-0123456789',
     });
-    expect(given).toMatchObject({
-      name: '127.0.0.1:9',
-      secret: 'my-own-secret-0123456789',
-      secretSet: true,
-      secretPreview: '****6789',
+    expect(given).toMatchObject({ name: '127.0.0.1:9', secretSet: true, secretPreview: '****6789' });
+    // A secret the client chose is never echoed (only a generated one is shown, once).
+    expect(given).not.toHaveProperty('secret');
+    expect(JSON.stringify(given)).not.toContain('my-own-secret-0123456789');
+    const changedSecret = await send(`/webhooks/subscriptions/${given.id}`, tenant.tenantKey, 'PATCH', {
+      secret: 'another-own-secret-0123456789',
     });
+    expect(changedSecret.status).toBe(200);
+    const changedBody = await json(changedSecret);
+    expect(changedBody).toMatchObject({ secretSet: true, secretPreview: '****6789' });
+    expect(changedBody).not.toHaveProperty('secret');
     const unsigned = await createSubscription({
       url: 'http://127.0.0.1:9/unsigned',
       events: ['report.created'],
@@ -148,7 +153,8 @@ describe('subscriptions', () => {
     const longHost = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(40)}.example`;
     const named = await createSubscription({ url: `http://${longHost}/hook`, events: ['report.created'] });
     expect(named.name).toBe(longHost.slice(0, 200));
-    expect(unsigned).toMatchObject({ secret: null, secretSet: false, secretPreview: '' });
+    expect(unsigned).toMatchObject({ secretSet: false, secretPreview: '' });
+    expect(unsigned).not.toHaveProperty('secret');
   });
 
   it('changes name, url, events and enabled, rotates the secret (shown in that answer only) and deletes', async () => {

@@ -1,12 +1,12 @@
 import Koa from 'koa';
-import { koaBody } from 'koa-body';
 import type { Config } from '@gantry/config';
 import type { Outbox, Pool } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { createAuthenticator } from './http/auth.ts';
+import { requestBody } from './http/body.ts';
 import { errorsAndAccessLog, requestId, securityHeaders } from './http/middleware.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
-import { RouteRegistry } from './http/route.ts';
+import { methodNotAllowed, RouteRegistry } from './http/route.ts';
 import { featureRoutes } from './features/index.ts';
 import type { ReadinessCheck } from './features/health/routes.ts';
 
@@ -47,17 +47,8 @@ export function createApp(deps: AppDeps): App {
   koa.use(requestId());
   koa.use(errorsAndAccessLog(deps.logger.child({ component: 'http' })));
   koa.use(securityHeaders());
-  koa.use(
-    koaBody({
-      json: true,
-      jsonStrict: true,
-      jsonLimit: deps.config.http.maxJsonBytes,
-      multipart: false,
-      urlencoded: false,
-      text: false,
-    }),
-  );
+  koa.use(requestBody({ maxJsonBytes: deps.config.http.maxJsonBytes }));
+  koa.use(methodNotAllowed());
   koa.use(router.routes());
-  koa.use(router.allowedMethods());
   return { koa, registry, close: () => rateLimiter.close() };
 }

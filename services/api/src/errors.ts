@@ -38,6 +38,12 @@ export class NotFoundError extends AppError {
   }
 }
 
+export class MethodNotAllowedError extends AppError {
+  constructor(method: string, path: string, allowed: string[]) {
+    super(405, 'method_not_allowed', `method ${method} is not allowed on ${path}`, { Allow: allowed.join(', ') });
+  }
+}
+
 export class ConflictError extends AppError {
   constructor(message: string, code = 'conflict') {
     super(409, code, message);
@@ -47,6 +53,13 @@ export class ConflictError extends AppError {
 export class PayloadTooLargeError extends AppError {
   constructor(message: string, code = 'payload_too_large') {
     super(413, code, message);
+  }
+}
+
+/** A body the server cannot read: wrong media type, charset or Content-Encoding. */
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(message: string, code = 'unsupported_media_type') {
+    super(415, code, message);
   }
 }
 

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppDeps } from './app.ts';
+import { answerConnectWithApp } from './http/connect.ts';
 
 export interface ApiServer {
   url: string;
@@ -13,7 +14,9 @@ export async function startApiServer(deps: AppDeps, listen: { host: string; port
   const { koa, close: closeApp } = createApp(deps);
   // Timeouts below are enforced when connections are checked; the default (every 30 s)
   // would let a slowloris client hold a socket half a minute past them.
-  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, koa.callback());
+  const handle = koa.callback();
+  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, handle);
+  answerConnectWithApp(server, handle);
   // Slow or stalled clients must not hold connections forever.
   server.requestTimeout = deps.config.http.requestTimeoutMs;
   server.headersTimeout = Math.min(20_000, deps.config.http.requestTimeoutMs);

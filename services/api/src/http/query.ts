@@ -25,9 +25,16 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})
 
 const TIME_VALUE_RULE = 'must be YYYY-MM-DD or an RFC 3339 timestamp, in the years 1970 to 2999';
 
+/**
+ * The shape of a time value for the document (`pattern`): a date, or a date and time
+ * with seconds and a zone. parseTimeValue then checks the calendar and the year range.
+ */
+export const TIME_VALUE_PATTERN = /^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2}))?$/;
+
 export const timeParam = z
   .string()
   .max(40, TIME_VALUE_RULE)
+  .regex(TIME_VALUE_PATTERN, TIME_VALUE_RULE)
   .refine((value) => parseTimeValue(value) !== null, TIME_VALUE_RULE)
   .meta({ description: 'YYYY-MM-DD (whole UTC day) or RFC 3339 timestamp', example: '2026-11-01' });
 

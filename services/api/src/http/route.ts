@@ -1,8 +1,9 @@
 import type { Context, Middleware } from 'koa';
 import Router from '@koa/router';
 import type { z } from 'zod';
-import { ValidationError } from '../errors.ts';
+import { MethodNotAllowedError, UnsupportedMediaTypeError, ValidationError } from '../errors.ts';
 import type { AuthContext } from './auth.ts';
+import { hasRequestBody } from './body.ts';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
 
@@ -149,6 +150,16 @@ function flattenQuery(query: Record<string, string | string[] | undefined>): Rec
   return flat;
 }
 
+/** The declared request headers that the request carries, under their declared names. */
+function declaredHeaders(ctx: Context, schema: z.ZodObject): Record<string, string> {
+  const present: Record<string, string> = {};
+  for (const name of Object.keys(schema.shape)) {
+    const value = ctx.request.headers[name.toLowerCase()];
+    if (value !== undefined) present[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return present;
+}
+
 export interface MountOptions {
   /** Checks every JSON response against its declared schema (tests turn this on). */
   validateResponses: boolean;
@@ -163,10 +174,13 @@ export function routeMiddleware(route: RouteSpec, options: MountOptions): Middle
     const auth = ctx.state.auth as AuthContext;
     const params = parseInput(route.request?.params, ctx.params, 'path parameter', 'invalid_parameter');
     const query = parseInput(route.request?.query, flattenQuery(ctx.query), 'query parameter', 'invalid_parameter');
+    if (route.request?.headers) {
+      // A declared header is checked as the document states it (an empty Idempotency-Key is a 400).
+      parseInput(route.request.headers, declaredHeaders(ctx, route.request.headers), 'header', 'invalid_header');
+    }
     const rawBody = (ctx.request as { body?: unknown }).body;
-    const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-    if (route.request?.body && hasBody && !ctx.request.is('json')) {
-      throw new ValidationError(
+    if (route.request?.body && hasRequestBody(ctx) && !ctx.request.is('json')) {
+      throw new UnsupportedMediaTypeError(
         'the request body must be JSON (Content-Type: application/json)',
         'invalid_content_type',
       );
@@ -189,6 +203,28 @@ function checkResponse(route: RouteSpec, ctx: Context): void {
       `${route.operationId} ${ctx.status} response does not match its schema: ${JSON.stringify(result.error.issues.slice(0, 5))}`,
     );
   }
+}
+
+/**
+ * After the router: a path that exists but not with the request's method is a 405 with
+ * `Allow` (whatever the method, TRACE and CONNECT included), OPTIONS answers the `Allow`
+ * list, and an unknown path stays a 404 for the error middleware.
+ */
+export function methodNotAllowed(): Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.status !== 404 || ctx.body !== undefined) return;
+    const matched = (ctx as { matched?: { methods: string[] }[] }).matched ?? [];
+    const allowed = [...new Set(matched.flatMap((layer) => layer.methods))];
+    if (allowed.length === 0) return;
+    if (ctx.method === 'OPTIONS') {
+      ctx.set('Allow', [...allowed, 'OPTIONS'].join(', '));
+      ctx.status = 200;
+      ctx.body = '';
+      return;
+    }
+    throw new MethodNotAllowedError(ctx.method, ctx.path, allowed);
+  };
 }
 
 /** Collects every route of the app; mounts them and feeds the OpenAPI document. */

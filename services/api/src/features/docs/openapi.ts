@@ -31,7 +31,7 @@ export interface GeneratedDocument {
   problems: { operationId: string; error: string }[];
 }
 
-const BINARY_TYPES = /^(application\/(?!json)|image\/|video\/|audio\/)/;
+const BINARY_TYPES = /^(application\/(?!json)|image\/|video\/|audio\/|\*\/\*)/;
 
 type HeaderSpec = NonNullable<ResponseSpec['headers']>;
 
@@ -106,15 +106,31 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
   }
   if (route.auth === 'admin') implied[401] = error('Missing or invalid admin token');
   if (route.tenantKeyOnly) implied[403] = error('The operation needs a tenant-wide key');
-  if (request.body) implied[413] = error(`JSON body over ${options.limits.maxJsonBytes} bytes`);
-  if (request.multipart) implied[413] = error(`Upload over ${options.limits.maxUploadBytes} bytes`);
+  // 405 belongs to the path, which OpenAPI 3.0 cannot give responses: stated on each operation.
+  implied[405] = error(
+    'The path exists, but not with the method used (TRACE, CONNECT, PUT, …); `Allow` lists the methods it has',
+    { Allow: { description: 'The methods this path answers, comma-separated', schema: { type: 'string' } } },
+  );
+  if (request.body) {
+    implied[413] = error(`JSON body over ${options.limits.maxJsonBytes} bytes (counted after decompression)`);
+    implied[415] = error(
+      'The body is not application/json, declares a charset other than UTF-8, or uses a Content-Encoding other than identity, gzip, deflate or br',
+    );
+  }
+  if (request.multipart) {
+    implied[413] = error(`Upload over ${options.limits.maxUploadBytes} bytes`);
+    implied[415] = error(
+      'The body is not multipart/form-data, or uses a Content-Encoding (uploads are sent as they are)',
+    );
+  }
   return implied;
 }
 
 function responseConfig(route: RouteSpec, status: number, spec: ResponseSpec): ResponseConfig {
   const headers: HeaderSpec = {
     ...requestIdHeader,
-    ...(route.auth === 'apiKey' && status !== 401 ? rateLimitHeaders : {}),
+    // Answers made before the rate limiter runs (authentication, method, body reading) carry no budget headers.
+    ...(route.auth === 'apiKey' && ![401, 405, 413, 415].includes(status) ? rateLimitHeaders : {}),
     ...(route.deprecated ? deprecationHeaders(route) : {}),
     ...spec.headers,
   };
@@ -236,6 +252,34 @@ function registerSecurity(registry: OpenAPIRegistry, base: DocumentOptions['base
   }
 }
 
+/** What each tag groups; a tag without an entry here is reported by the OpenAPI linter. */
+export const TAG_DESCRIPTIONS: Record<string, string> = {
+  'Self-description': 'This document, the HTML guide and the HTML reference; public, no key needed.',
+  'Key and scope': 'Which tenant and customer scope the X-API-Key sees: the first call to make.',
+  Reporting: 'Assets, asset types, inspection templates, inspections and reports, an overview, and CSV/XLSX exports.',
+  Telemetry:
+    'Devices fitted to the assets and what they measure: state, positions, sessions, utilization, container work, data quality, geofences and their alerts, operators; paginated CSV/XLSX exports.',
+  'Service requests':
+    'Tickets about assets: create, list, read, update (resolve, close, reopen), cancel, and their files.',
+  Webhooks: 'The event catalog and delivery contract, the tenant’s subscriptions and the delivery log.',
+  Admin: 'Back-office provisioning: tenants, API keys, master data, devices, operators and geofences.',
+};
+
+/** No open-source licence is granted: the API is offered under the operator's terms. */
+const LICENSE = { name: 'Proprietary' };
+
+const EXTERNAL_DESCRIPTION = (path: string) =>
+  [
+    `Assets, inspections and reports, telemetry, service requests and webhooks of one tenant. Start with \`GET /me\`; the guide is at ${path}/guide.`,
+    'Every error is JSON `{"error", "code"}` with the status that says why: 400 bad parameter, header or body; 401 key; 403 scope; 404 not found; ' +
+      '405 method not allowed on the path (with `Allow`); 409 conflict; 413 body too large (counted after decompression); ' +
+      '415 body not readable (media type, a charset other than UTF-8, a Content-Encoding other than identity, gzip, deflate or br); 422 Idempotency-Key reused with another body; ' +
+      '429 rate limited (with `Retry-After`); 500 server error (quote `X-Request-Id`).',
+    'Secrets are never returned, with one stated exception: a webhook signing secret that the server generates (on create without `secret`, or on `rotateSecret`) ' +
+      'is shown once, in that answer. A secret the client sends is never echoed.',
+    'Clients must ignore unknown response fields.',
+  ].join('\n\n');
+
 function documentConfig(options: DocumentOptions) {
   const path = basePaths[options.base];
   const external = options.base === 'external';
@@ -245,8 +289,9 @@ function documentConfig(options: DocumentOptions) {
       title: external ? 'Gantry external API' : 'Gantry admin API',
       version: API_VERSION,
       description: external
-        ? `Assets, inspections and reports, telemetry, service requests and webhooks of one tenant. Start with \`GET /me\`; the guide is at ${path}/guide.`
+        ? EXTERNAL_DESCRIPTION(path)
         : 'Back-office provisioning of tenants, keys, master data, devices and geofences (bearer admin token).',
+      license: LICENSE,
     },
     servers: [{ url: options.publicUrl ? `${options.publicUrl.replace(/\/+$/, '')}${path}` : path }],
   };
@@ -265,6 +310,42 @@ function routeProblem(route: RouteSpec, options: DocumentOptions): string | null
   }
 }
 
+const isZodSchema = (value: unknown): value is z.ZodType =>
+  value !== null && typeof value === 'object' && '_zod' in (value as object);
+
+/**
+ * The schemas named with `.meta({ id })` that the routes' schemas reach, each after the
+ * named schemas it contains. Generating them first, in this order, makes every
+ * component from the schema itself: the generator would otherwise build a component
+ * from its first use, and a first use through `.nullable()` made the component itself
+ * nullable (and dropped the nullability from the uses that needed it).
+ */
+function namedSchemasLeafFirst(routes: RouteSpec[]): z.ZodType[] {
+  const seen = new Set<z.ZodType>();
+  const ordered: z.ZodType[] = [];
+  const visit = (schema: z.ZodType): void => {
+    if (seen.has(schema)) return;
+    seen.add(schema);
+    const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+    for (const [key, value] of Object.entries(def)) {
+      if (isZodSchema(value)) visit(value);
+      else if (Array.isArray(value)) value.filter(isZodSchema).forEach(visit);
+      else if (key === 'shape' && isNode(value)) Object.values(value).filter(isZodSchema).forEach(visit);
+      else if (key === 'getter' && typeof value === 'function') {
+        const inner: unknown = (value as () => unknown)();
+        if (isZodSchema(inner)) visit(inner);
+      }
+    }
+    if (z.globalRegistry.get(schema)?.id) ordered.push(schema);
+  };
+  for (const route of routes) {
+    for (const schema of [route.request?.body, ...Object.values(route.responses).map((spec) => spec.schema)]) {
+      if (schema) visit(schema);
+    }
+  }
+  return ordered;
+}
+
 /**
  * The OpenAPI 3.0.3 document of one base, generated from the very route specs (and zod
  * schemas) that validate requests and responses. Hidden routes stay out; schemas named
@@ -280,8 +361,67 @@ export function generateOpenApiDocument(routes: RouteSpec[], options: DocumentOp
     if (problem) problems.push({ operationId: route.operationId, error: problem });
     registry.registerPath(routeConfig(route, options, problem === null));
   }
-  const document = new OpenApiGeneratorV3(registry.definitions).generateDocument(documentConfig(options));
+  const definitions = [
+    ...namedSchemasLeafFirst(
+      published.filter((route) => !problems.some((p) => p.operationId === route.operationId)),
+    ).map((schema) => ({ type: 'schema' as const, schema })),
+    ...registry.definitions,
+  ];
+  const document = new OpenApiGeneratorV3(definitions).generateDocument(documentConfig(options));
   const tags = [...new Set(published.flatMap((route) => route.tags))];
-  document.tags = tags.map((name) => ({ name }));
+  document.tags = tags.map((name) =>
+    TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name },
+  );
+  normalizeFor303(document);
   return { document, problems };
+}
+
+type Node = Record<string, unknown>;
+
+const isNode = (value: unknown): value is Node => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * A schema that matches null and nothing else, in OpenAPI 3.0.3 terms: `nullable` only
+ * widens a `type` given beside it, and `enum: [null]` then leaves null alone.
+ */
+const NULL_ONLY = { type: 'object', nullable: true, enum: [null] } as const;
+
+/**
+ * Rewrites what the generator emits into what OpenAPI 3.0.3 means by it:
+ * - a nullable reference, emitted as `allOf: [{$ref}, {nullable: true}]` (where the
+ *   `nullable` has no effect: it widens no `type`), becomes
+ *   `oneOf: [{$ref}, NULL_ONLY]`, so validators and generated clients accept the null
+ *   the server sends;
+ * - `{nullable: true}` alone (z.unknown(): any value) becomes `{}`, which already
+ *   allows anything;
+ * - parameters lose `nullable` (a query string has no null).
+ */
+export function normalizeFor303(document: OpenAPIObject): void {
+  const visit = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(visit);
+    if (!isNode(value)) return value;
+    const allOf = value.allOf;
+    if (Array.isArray(allOf) && allOf.length === 2 && isNode(allOf[1]) && allOf[1].nullable === true) {
+      const { nullable: _nullable, ...siblings } = allOf[1];
+      const { allOf: _allOf, ...rest } = value;
+      return visit({ ...rest, ...siblings, oneOf: [allOf[0], NULL_ONLY] });
+    }
+    const node: Node = {};
+    for (const [key, inner] of Object.entries(value)) node[key] = visit(inner);
+    if (node.nullable === true && node.type === undefined && !node.oneOf && !node.anyOf && !node.allOf) {
+      const { nullable: _nullable, ...rest } = node;
+      return rest;
+    }
+    return node;
+  };
+  const normalized = visit(document) as OpenAPIObject;
+  for (const item of Object.values(normalized.paths ?? {})) {
+    for (const operation of Object.values(item as Node)) {
+      if (!isNode(operation) || !Array.isArray(operation.parameters)) continue;
+      for (const parameter of operation.parameters) {
+        if (isNode(parameter) && isNode(parameter.schema)) delete parameter.schema.nullable;
+      }
+    }
+  }
+  Object.assign(document, normalized);
 }

@@ -1,7 +1,11 @@
 import { z } from 'zod';
-import { GeoJSONGeometry, nullableDateTime } from '../../http/common-schemas.ts';
+import { nullableDateTime } from '../../http/common-schemas.ts';
+import { ReportingAsset, ReportingAssetType, ReportingTemplate } from '../reporting/schemas.ts';
+import { TelemetryGeofence } from '../telemetry/schemas.ts';
 
-// What the admin API answers: the created objects, named as in the external API.
+// What the admin API answers: the created objects. A resource the external API also
+// shows is answered with the external API's very schema (and row mapper), so the two
+// never drift apart; the rest are admin-only views.
 
 export const AdminTenant = z
   .object({ id: z.uuid(), name: z.string(), createdAt: nullableDateTime })
@@ -24,57 +28,12 @@ export const AdminApiKeyCreated = AdminApiKey.extend({
   key: z.string().meta({ description: 'The key itself; shown in this answer only' }),
 }).meta({ id: 'AdminApiKeyCreated' });
 
-export const AdminAssetType = z
-  .object({
-    id: z.uuid(),
-    name: z.string(),
-    description: z.string(),
-    fields: z.record(z.string(), z.unknown()),
-    assetCount: z.number().int(),
-    createdAt: nullableDateTime,
-    updatedAt: nullableDateTime,
-  })
-  .meta({ id: 'AdminAssetType' });
+/** One model per resource: the admin API answers the external API's asset type. */
+export const AdminAssetType = ReportingAssetType;
 
-export const AdminAsset = z
-  .object({
-    id: z.uuid(),
-    name: z.string(),
-    identifier: z.string(),
-    displayCode: z.string(),
-    assetType: z.string(),
-    assetTypeId: z.uuid().nullable(),
-    location: z.string(),
-    customerName: z.string(),
-    customerEmail: z.string(),
-    customerPhone: z.string(),
-    lifecycleStatus: z.string(),
-    operationalStatus: z.string(),
-    status: z.string(),
-    externalRef: z.string(),
-    latestImpact: z.string(),
-    latestOutcome: z.string(),
-    createdAt: nullableDateTime,
-    updatedAt: nullableDateTime,
-    latestInspectionAt: nullableDateTime,
-    latestReportAt: nullableDateTime,
-    inspectionCount: z.number().int(),
-    reportCount: z.number().int(),
-  })
-  .meta({ id: 'AdminAsset' });
+export const AdminAsset = ReportingAsset;
 
-export const AdminTemplate = z
-  .object({
-    id: z.uuid(),
-    name: z.string(),
-    description: z.string(),
-    status: z.string(),
-    latestVersion: z.number().int(),
-    assetTypeIds: z.array(z.uuid()),
-    createdAt: nullableDateTime,
-    updatedAt: nullableDateTime,
-  })
-  .meta({ id: 'AdminTemplate' });
+export const AdminTemplate = ReportingTemplate;
 
 export const AdminInspection = z
   .object({
@@ -125,18 +84,6 @@ export const AdminOperator = z
   .object({ id: z.uuid(), identifier: z.string(), operatorName: z.string(), createdAt: nullableDateTime })
   .meta({ id: 'AdminOperator' });
 
-export const AdminGeofence = z
-  .object({
-    id: z.uuid(),
-    name: z.string(),
-    type: z.enum(['allowed', 'forbidden']),
-    enabled: z.boolean(),
-    geometry: GeoJSONGeometry,
-    activeAlertCount: z.number().int(),
-    assetCount: z.number().int(),
-    createdAt: nullableDateTime,
-    updatedAt: nullableDateTime,
-  })
-  .meta({ id: 'AdminGeofence' });
+export const AdminGeofence = TelemetryGeofence;
 
 export const AdminDeleted = z.object({ id: z.uuid(), deleted: z.boolean() });

@@ -3,6 +3,7 @@ import { withTransaction, type Outbox, type Pool, type Queryable } from '@gantry
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import { generateApiKey } from '../../http/auth.ts';
 import { iso } from '../../http/common-schemas.ts';
+import { toReportingAsset } from '../reporting/repository.ts';
 import type {
   ApiKeyCreate,
   AssetCreate,
@@ -154,34 +155,6 @@ const assetColumns = `a.id, a.name, a.identifier, a.display_code, a.location, a.
   a.customer_phone, a.lifecycle_status, a.operational_status, a.external_ref, a.inspection_count, a.report_count,
   a.latest_inspection_at, a.latest_report_at, a.latest_impact, a.latest_outcome, a.created_at, a.updated_at,
   coalesce(t.name, '') AS asset_type_name, a.asset_type_id`;
-
-/** ReportingAsset of the spec (plus displayCode, assetTypeId and externalRef). */
-export function toReportingAsset(row: Row) {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    identifier: row.identifier as string,
-    displayCode: row.display_code as string,
-    assetType: row.asset_type_name as string,
-    assetTypeId: (row.asset_type_id as string | null) ?? null,
-    location: row.location as string,
-    customerName: row.customer_name as string,
-    customerEmail: row.customer_email as string,
-    customerPhone: row.customer_phone as string,
-    lifecycleStatus: row.lifecycle_status as string,
-    operationalStatus: row.operational_status as string,
-    status: row.operational_status as string,
-    externalRef: row.external_ref as string,
-    latestImpact: row.latest_impact as string,
-    latestOutcome: row.latest_outcome as string,
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-    latestInspectionAt: iso(row.latest_inspection_at as Date | null),
-    latestReportAt: iso(row.latest_report_at as Date | null),
-    inspectionCount: row.inspection_count as number,
-    reportCount: row.report_count as number,
-  };
-}
 
 async function resolveAssetTypeId(db: Queryable, tenantId: string, input: AssetCreate): Promise<string | null> {
   if (input.assetTypeId) {

@@ -13,7 +13,7 @@ export interface RequestScope {
 
 type Row = Record<string, unknown>;
 
-/** The service request row with its asset (as an AssetRef, NO_ASSET when none or out of the caller's scope). */
+/** The service request row with its asset (an AssetRef, null when none or out of the caller's scope). */
 const requestColumns = `sr.id, sr.display_code, sr.title, sr.description, sr.category, sr.priority, sr.status, sr.source,
   sr.asset_id, sr.assigned_to_user_id, sr.assigned_to, sr.customer_name, sr.customer_email, sr.customer_phone,
   sr.reported_by_name, sr.reported_by_email, sr.location, sr.external_ref, sr.resolution, sr.resolution_reviewed,
@@ -27,17 +27,6 @@ const requestFrom = `service_requests sr
   LEFT JOIN asset_types t ON t.id = a.asset_type_id`;
 
 export type ServiceRequestCore = Omit<ServiceRequest, 'files' | 'history'>;
-
-/** The AssetRef of a request with no asset, or with one outside the caller's scope. */
-const NO_ASSET = {
-  id: '00000000-0000-0000-0000-000000000000',
-  identifier: '',
-  name: '',
-  displayCode: '',
-  assetType: '',
-  location: '',
-  customerName: '',
-} as const;
 
 export function toServiceRequestCore(row: Row): ServiceRequestCore {
   const assetRefId = (row.asset_ref_id as string | null) ?? null;
@@ -53,7 +42,7 @@ export function toServiceRequestCore(row: Row): ServiceRequestCore {
     assetId: (row.asset_id as string | null) ?? null,
     asset:
       assetRefId === null
-        ? NO_ASSET
+        ? null
         : {
             id: assetRefId,
             identifier: row.asset_identifier as string,

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../app.ts';
 import { requireApiKey, type ApiKeyAuth } from '../../http/auth.ts';
 import { CancelResponse, DeleteResponse, ErrorResponse } from '../../http/common-schemas.ts';
 import { defineRoute, type ResponseSpec, type RouteSpec } from '../../http/route.ts';
-import { ValidationError } from '../../errors.ts';
+import { UnsupportedMediaTypeError, ValidationError } from '../../errors.ts';
 import { createFileStorage } from '../../storage/index.ts';
 import {
   claimIdempotencyKey,
@@ -269,7 +269,7 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
         const actor = service.actorOf(requireApiKey(auth));
         await service.assertServiceRequestVisible(deps, actor, params.id);
         if (!ctx.request.is('multipart/form-data')) {
-          throw new ValidationError(
+          throw new UnsupportedMediaTypeError(
             'the request body must be multipart/form-data with the file in the part "file"',
             'invalid_content_type',
           );
@@ -318,8 +318,10 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
       request: { params: fileParams },
       responses: {
         200: {
-          description: 'The file’s bytes, with its stored content type (Content-Disposition: attachment)',
-          contentType: 'application/octet-stream',
+          description:
+            'The file’s bytes, sent with its stored content type (the `mimeType` of the file: image/png, application/pdf, …; ' +
+            'application/octet-stream when unknown) and Content-Disposition: attachment',
+          contentType: '*/*',
           headers: {
             'Content-Disposition': {
               description: 'attachment with the stored and the original file name',

@@ -79,9 +79,10 @@ export const ServiceRequest = z
     status: ServiceRequestStatus,
     source: z.string().meta({ description: 'internal, external, customer or widget' }),
     assetId: z.uuid().nullable(),
-    // Always an object (the spec does not make it nullable): without a visible asset its
-    // id is the nil UUID and its strings are empty (docs/service-requests.md).
-    asset: AssetRef,
+    // null without a linked asset, or when the linked asset is outside the caller's
+    // customer scope (assetId stays): a placeholder object would read as a real asset.
+    // (No .meta here: it would inline AssetRef instead of referring to it.)
+    asset: AssetRef.nullable(),
     assignedToUserId: z.uuid().nullable(),
     assignedTo: z.record(z.string(), z.unknown()).meta({ description: 'The assignee; {} when unassigned' }),
     customerName: z.string(),

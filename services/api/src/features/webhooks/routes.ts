@@ -25,14 +25,6 @@ const forbidden = { description: 'Customer-scoped keys may not manage webhooks',
 const badRequest = { description: 'Invalid parameter or body', schema: ErrorResponse };
 const notFound = { description: 'No such object in this tenant', schema: ErrorResponse };
 
-const WebhookSubscriptionUpdated = WebhookSubscription.extend({
-  secret: z
-    .string()
-    .nullable()
-    .optional()
-    .meta({ description: 'Present only when this call set or rotated the secret' }),
-});
-
 /** The spec's Webhooks part. Subscriptions and deliveries need a tenant-wide key (DESIGN §4). */
 export function webhookRoutes(deps: AppDeps): RouteSpec[] {
   const service: webhooks.WebhookDeps = { pool: deps.pool, config: deps.config };
@@ -77,13 +69,14 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Create a webhook subscription (the signing secret is in this answer only)',
       description:
         'The URL must be http(s) and, unless the deployment allows private targets, resolve only to public addresses. ' +
-        'Without `secret` one is generated; `secret: null` creates a subscription whose deliveries are not signed.',
+        'Without `secret` one is generated and shown in this answer only; a `secret` you send is kept and never echoed; ' +
+        '`secret: null` creates a subscription whose deliveries are not signed.',
       tags,
       auth: 'apiKey',
       tenantKeyOnly: true,
       request: { body: WebhookSubscriptionCreate },
       responses: {
-        201: { description: 'Created; `secret` is shown this once', schema: WebhookSubscriptionWithSecret },
+        201: { description: 'Created; a generated `secret` is shown this once', schema: WebhookSubscriptionWithSecret },
         400: badRequest,
         401: unauthorized,
         403: forbidden,
@@ -129,7 +122,7 @@ export function webhookRoutes(deps: AppDeps): RouteSpec[] {
       tenantKeyOnly: true,
       request: { params: idParams, body: WebhookSubscriptionUpdate },
       responses: {
-        200: { description: 'The changed subscription', schema: WebhookSubscriptionUpdated },
+        200: { description: 'The changed subscription', schema: WebhookSubscriptionWithSecret },
         400: badRequest,
         401: unauthorized,
         403: forbidden,

@@ -82,9 +82,9 @@ export const WebhookPayload = z
 
 export const WebhookSubscription = z
   .object({
-    id: z.string().meta({ description: 'Subscription id (a UUID)' }),
+    id: z.uuid().meta({ description: 'Subscription id' }),
     name: z.string(),
-    url: z.string(),
+    url: z.url().meta({ description: 'http(s) URL receiving the POSTs' }),
     enabled: z.boolean(),
     events: z.array(z.string()),
     secretSet: z.boolean(),
@@ -98,10 +98,20 @@ export const WebhookSubscription = z
   .meta({ id: 'WebhookSubscription' });
 export type WebhookSubscription = z.infer<typeof WebhookSubscription>;
 
+/**
+ * The answer of a create or change. The one exception to "the secret is never returned":
+ * a secret the server generated (create without `secret`, or `rotateSecret: true`) is in
+ * that answer, once. A secret the client chose is never echoed.
+ */
 export const WebhookSubscriptionWithSecret = WebhookSubscription.extend({
-  secret: z.string().nullable().meta({
-    description: 'The signing secret, in this answer only; store it now. Null when the subscription has none.',
-  }),
+  secret: z
+    .string()
+    .optional()
+    .meta({
+      description:
+        'Only when this call generated the secret (create without `secret`, or `rotateSecret: true`): shown this once, store it now. ' +
+        'A secret the client sent is never echoed.',
+    }),
 }).meta({ id: 'WebhookSubscriptionWithSecret' });
 
 export const WebhookSubscriptionListResponse = z
@@ -127,6 +137,7 @@ export const WebhookSubscriptionCreate = z
     name: subscriptionName.optional().meta({ description: 'Defaults to the URL host' }),
     url: subscriptionUrl.meta({
       description: 'http(s) URL receiving the POSTs',
+      format: 'uri',
       example: 'https://example.com/hooks/gantry',
     }),
     events: eventList.meta({ description: 'Event names from the catalog' }),
@@ -142,7 +153,7 @@ export type WebhookSubscriptionCreate = z.infer<typeof WebhookSubscriptionCreate
 export const WebhookSubscriptionUpdate = z
   .object({
     name: subscriptionName.optional(),
-    url: subscriptionUrl.optional(),
+    url: subscriptionUrl.optional().meta({ description: 'http(s) URL receiving the POSTs', format: 'uri' }),
     events: eventList.optional(),
     enabled: z.boolean().optional(),
     secret: secretValue.nullable().optional().meta({ description: 'A new secret, or null to stop signing' }),
@@ -163,8 +174,10 @@ export const deliveryStatuses = ['pending', 'retrying', 'delivered', 'failed'] a
 export const WebhookDelivery = z
   .object({
     id: z.uuid().meta({ description: 'Delivery id, sent as X-Service-Webhook-Id on every attempt' }),
-    webhookId: z.string().meta({ description: 'Id of the subscription' }),
-    url: z.string().meta({ description: 'URL of the latest attempt (the subscription URL at that time)' }),
+    webhookId: z.uuid().meta({ description: 'Id of the subscription' }),
+    url: z
+      .string()
+      .meta({ description: 'URL of the latest attempt (the subscription URL at that time)', format: 'uri' }),
     eventType: z.string(),
     entityType: z.string(),
     status: z.enum(deliveryStatuses).meta({

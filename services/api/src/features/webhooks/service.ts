@@ -79,7 +79,8 @@ export async function getSubscription(deps: WebhookDeps, tenantId: string, id: s
 
 export async function createSubscription(deps: WebhookDeps, tenantId: string, input: WebhookSubscriptionCreate) {
   await assertAcceptableUrl(deps.config, input.url);
-  const secret = input.secret === undefined ? generateSecret() : input.secret;
+  const generated = input.secret === undefined ? generateSecret() : undefined;
+  const secret = generated ?? input.secret ?? null;
   const name = input.name ?? new URL(input.url).host.slice(0, 200);
   return withTransaction(deps.pool, async (client) => {
     // Serialises creations per tenant so the limit holds under concurrent calls.
@@ -97,7 +98,8 @@ export async function createSubscription(deps: WebhookDeps, tenantId: string, in
       enabled: input.enabled,
       secret,
     });
-    return { ...subscription, secret };
+    // Only a secret the server made is shown (once): one the client chose is never echoed.
+    return generated === undefined ? subscription : { ...subscription, secret: generated };
   });
 }
 
@@ -122,8 +124,8 @@ export async function updateSubscription(
       secret,
     });
     if (current.enabled && !enabled) await repository.failUndeliverable(client, id, 'subscription disabled');
-    // The secret is shown only in the answer of the call that set it.
-    return newSecret === undefined ? updated : { ...updated, secret: newSecret };
+    // A rotated (generated) secret is shown in this answer only; a client-chosen one never.
+    return input.rotateSecret ? { ...updated, secret: newSecret as string } : updated;
   });
 }
 
