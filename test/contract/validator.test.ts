@@ -98,7 +98,9 @@ describe('the contract validator (the served document, not the zod schemas)', ()
     expect(validator.check(answer({ contentType: 'text/plain', body: 'hello' })).join()).toMatch(
       /content type text\/plain is not documented/,
     );
-    expect(validator.check(answer({ path: '/api/external/v1/nowhere' })).join()).toMatch(/not in the document/);
+    expect(validator.check(answer({ path: '/api/external/v1/nowhere' })).join()).toMatch(
+      /JSON from a path that is not in the document/,
+    );
     expect(validator.check(answer({ method: 'DELETE', status: 200 })).join()).toMatch(/DELETE is not in the document/);
     const notAllowed = { error: 'method TRACE is not allowed', code: 'method_not_allowed' };
     expect(validator.check(answer({ method: 'TRACE', status: 405, json: notAllowed, allow: 'GET, HEAD' }))).toEqual([]);

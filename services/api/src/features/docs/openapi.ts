@@ -394,7 +394,9 @@ const NULL_ONLY = { type: 'object', nullable: true, enum: [null] } as const;
  *   the server sends;
  * - `{nullable: true}` alone (z.unknown(): any value) becomes `{}`, which already
  *   allows anything;
- * - parameters lose `nullable` (a query string has no null).
+ * - parameters lose `nullable` (a query string has no null);
+ * - a property with a `default` is not `required` (zod's `.default()` makes the field
+ *   optional in a request: the server fills it in).
  */
 export function normalizeFor303(document: OpenAPIObject): void {
   const visit = (value: unknown): unknown => {
@@ -408,6 +410,12 @@ export function normalizeFor303(document: OpenAPIObject): void {
     }
     const node: Node = {};
     for (const [key, inner] of Object.entries(value)) node[key] = visit(inner);
+    if (Array.isArray(node.required) && isNode(node.properties)) {
+      const properties = node.properties;
+      const required = node.required.filter((name) => !(isNode(properties[name]) && 'default' in properties[name]));
+      if (required.length > 0) node.required = required;
+      else delete node.required;
+    }
     if (node.nullable === true && node.type === undefined && !node.oneOf && !node.anyOf && !node.allOf) {
       const { nullable: _nullable, ...rest } = node;
       return rest;
