@@ -62,7 +62,10 @@ function toJsonSchema(schema: Json, closeObjects: boolean): Json {
   const converted = fromSchema(schema, { cloneSchema: true }) as Json;
   delete converted.$schema;
   const close = (node: Json): void => {
-    if (Array.isArray(node)) return node.forEach(close);
+    if (Array.isArray(node)) {
+      node.forEach(close);
+      return;
+    }
     if (node === null || typeof node !== 'object') return;
     if (node.properties && node.additionalProperties === undefined) node.additionalProperties = false;
     Object.values(node).forEach(close);

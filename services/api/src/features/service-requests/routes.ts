@@ -4,7 +4,7 @@ import type { AppDeps } from '../../app.ts';
 import { requireApiKey, type ApiKeyAuth } from '../../http/auth.ts';
 import { CancelResponse, DeleteResponse, ErrorResponse } from '../../http/common-schemas.ts';
 import { defineRoute, type ResponseSpec, type RouteSpec } from '../../http/route.ts';
-import { UnsupportedMediaTypeError, ValidationError } from '../../errors.ts';
+import { UnsupportedMediaTypeError } from '../../errors.ts';
 import { createFileStorage } from '../../storage/index.ts';
 import {
   claimIdempotencyKey,
