@@ -133,11 +133,12 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
 
   it('once the worker settles, the open hour and day in gold equal the live definition, answered as gold', async () => {
     const now = Date.now();
-    const recent = fixture.devices
-      .slice(0, 3)
-      .flatMap((device, index) =>
-        work(device, now - 40 * 60_000 + index * 60_000, index + 20).filter((message) => message.ts <= now),
-      );
+    // Each script ends a moment before now, so the open hour has every device's last segments.
+    const recent = fixture.devices.slice(0, 3).flatMap((device, index) => {
+      const script = work(device, 0, index + 20);
+      const duration = script.at(-1)!.ts - script[0]!.ts;
+      return work(device, now - duration - 1 - index, index + 20);
+    });
     await storeReadings(fixture, recent);
     // The worker's own wiring: each derivation commit notifies the present refresher.
     const present = presentRefresher(fixture.goldDeps, { idleMs: 1 });

@@ -376,7 +376,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
       customerParam === null
         ? `f.all_customers AND f.customer_name = ''`
         : `NOT f.all_customers AND f.customer_name = ${customerParam}`;
-    const signed = SUM_COLUMNS.map((c) => `a.sign * coalesce(g.${c}, 0)`).join(', ');
+    const signed = SUM_COLUMNS.map((c) => `a.sign * coalesce(g.${c}, 0) AS ${c}`).join(', ');
     ctes.push(
       `scope_members AS (SELECT m.asset_id FROM fleet_members m WHERE ${scope})`,
       // Assets the rollup holds but the caller did not ask for (-1), and the reverse (+1).
@@ -387,9 +387,11 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
         SELECT x.asset_id, 1 FROM unnest(${assets}) AS x(asset_id)
          WHERE NOT EXISTS (SELECT 1 FROM scope_members m WHERE m.asset_id = x.asset_id))`,
     );
+    ctes.push(
+      `rollup AS (SELECT f.bucket, f.asset_count, ${columns} FROM ${FLEET_TABLE[query.bucket]} f
+        WHERE f.tenant_id = ${tenant} AND ${key} AND f.bucket >= ${goldFrom} AND f.bucket < ${goldUntil})`,
+    );
     parts.push(
-      `SELECT NULL::uuid AS asset_id, f.bucket, f.asset_count, ${columns} FROM ${FLEET_TABLE[query.bucket]} f
-        WHERE f.tenant_id = ${tenant} AND ${key} AND f.bucket >= ${goldFrom} AND f.bucket < ${goldUntil}`,
       `SELECT g.asset_id, g.bucket, a.sign AS asset_count, ${signed} FROM adjust a
          JOIN ${relation} g ON g.asset_id = a.asset_id
         WHERE g.tenant_id = ${tenant} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil} ${notLive}`,
@@ -397,7 +399,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
     if (live.length > 0) {
       // The rollup's share of the live buckets, taken out (the live rows above replace it).
       parts.push(
-        `SELECT g.asset_id, g.bucket, -1 AS asset_count, ${SUM_COLUMNS.map((c) => `-coalesce(g.${c}, 0)`).join(', ')}
+        `SELECT g.asset_id, g.bucket, -1 AS asset_count, ${SUM_COLUMNS.map((c) => `-coalesce(g.${c}, 0) AS ${c}`).join(', ')}
            FROM ${relation} g JOIN scope_members m ON m.asset_id = g.asset_id
           WHERE g.tenant_id = ${tenant} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
             AND ${liveWindow('g.asset_id', 'g.bucket')}`,
@@ -417,6 +419,24 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   if (parts.length === 0 || assetIds.length === 0) {
     values = [];
     text = `/* db:readUtilization */ SELECT NULL::uuid AS asset_id, NULL::timestamptz AS bucket, 0::bigint AS asset_count, ${SUM_COLUMNS.map((c) => `NULL::numeric AS ${c}`).join(', ')} WHERE false`;
+  } else if (fleetRollup) {
+    // The corrections (normally no rows) are summed per bucket and joined to the rollup's
+    // rows: summing 720 rollup rows again would cost more than reading them.
+    ctes.push(
+      `corrections AS (SELECT bucket, sum(asset_count) AS asset_count, ${SUM_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}
+         FROM (${parts.join('\nUNION ALL\n')}) x GROUP BY bucket)`,
+    );
+    const combined = SUM_COLUMNS.map(
+      (c) =>
+        `CASE WHEN c.bucket IS NULL THEN r.${c} WHEN r.bucket IS NULL THEN c.${c} ELSE r.${c} + coalesce(c.${c}, 0) END AS ${c}`,
+    ).join(', ');
+    const count = 'coalesce(r.asset_count, 0) + coalesce(c.asset_count, 0)';
+    text = `/* db:readUtilization:fleet */
+      WITH ${ctes.join(',\n')}
+      SELECT NULL::uuid AS asset_id, coalesce(r.bucket, c.bucket) AS bucket, ${count} AS asset_count, ${combined}
+        FROM rollup r FULL JOIN corrections c ON c.bucket = r.bucket
+       WHERE ${count} > 0
+       ORDER BY bucket${paging}`;
   } else {
     const select = fleet
       ? `SELECT NULL::uuid AS asset_id, bucket, sum(asset_count) AS asset_count, ${SUM_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}
