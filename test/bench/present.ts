@@ -25,7 +25,8 @@
  *    the lag of the open hour behind the newest committed reading (target ≤ 5 s).
  *
  * The load average is printed beside every figure: the machine is shared, figures are
- * indicative. Other env: PRESENT_REQUESTS (40 per question), GANTRY_TEST_DATABASE_URL.
+ * indicative. Other env: PRESENT_REQUESTS (40 per question), PRESENT_PHASES (fleet,idle,load),
+ * GANTRY_TEST_DATABASE_URL.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -61,6 +62,8 @@ const RATE = setting('PRESENT_RATE', 2000);
 const LOAD_SECONDS = setting('PRESENT_LOAD_SECONDS', 60);
 const REQUESTS = Math.max(5, setting('PRESENT_REQUESTS', 40));
 const KEEP = process.env.PRESENT_KEEP_DATABASE === '1';
+/** Which parts run: fleet, idle, load (comma-separated; all by default). */
+const PHASES = new Set((process.env.PRESENT_PHASES ?? 'fleet,idle,load').split(',').map((phase) => phase.trim()));
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
@@ -455,7 +458,8 @@ async function main(): Promise<void> {
       `bench:present — ${storageMode} mode, ${os.cpus().length} cores, ${load()} at start; the machine is shared, figures are indicative`,
     );
 
-    await fleetSeries(pool, databaseUrl, storageMode);
+    if (PHASES.has('fleet')) await fleetSeries(pool, databaseUrl, storageMode);
+    if (!PHASES.has('idle') && !PHASES.has('load')) return;
 
     const tenant = await provisionTraffic(pool);
     api = await spawnService('api', {
@@ -468,10 +472,12 @@ async function main(): Promise<void> {
     const end = Date.now() - 10_000;
     const start = end - 50 * 60_000;
     const idle: Array<Map<string, number>> = [];
-    for (const [label, count, phase] of [
-      ['small', LOW, 0],
-      ['big', HIGH - LOW, 1],
-    ] as const) {
+    for (const [label, count, phase] of PHASES.has('idle')
+      ? ([
+          ['small', LOW, 0],
+          ['big', HIGH - LOW, 1],
+        ] as const)
+      : []) {
       log(`idle (${label}): seeding ${count.toLocaleString()} readings into the last hour, deriving, refreshing gold…`);
       await seedHour(pool, tenant, count, start, end, phase);
       const [settleMs] = await timed(() => settle(pool!, databaseUrl, storageMode));
@@ -487,15 +493,19 @@ async function main(): Promise<void> {
       idle.push(await idleFigures(api.url, tenant));
       await liveHourFigure(pool, tenant);
     }
-    out('');
-    out(`== idle: big hour / small hour (target ≤ 1.5) ==`);
-    for (const question of QUESTIONS) {
-      const small = idle[0]!.get(question.name)!;
-      const big = idle[1]!.get(question.name)!;
-      out(`  ${question.name.padEnd(26)} p95 ${ms(small)} → ${ms(big)}: ratio ${(big / small).toFixed(2)} | ${load()}`);
+    if (idle.length === 2) {
+      out('');
+      out(`== idle: big hour / small hour (target ≤ 1.5) ==`);
+      for (const question of QUESTIONS) {
+        const small = idle[0]!.get(question.name)!;
+        const big = idle[1]!.get(question.name)!;
+        out(
+          `  ${question.name.padEnd(26)} p95 ${ms(small)} → ${ms(big)}: ratio ${(big / small).toFixed(2)} | ${load()}`,
+        );
+      }
     }
 
-    if (LOAD_SECONDS > 0) await underLoad(pool, databaseUrl, api, tenant);
+    if (PHASES.has('load') && LOAD_SECONDS > 0) await underLoad(pool, databaseUrl, api, tenant);
   } finally {
     await api?.stop().catch(() => undefined);
     await pool?.end().catch(() => undefined);

@@ -312,17 +312,29 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   }
   const windows: Window[] = [];
   if (goldTo < to) for (const assetId of assetIds) windows.push({ assetId, from: goldTo, to });
+  // One round trip: the stale pending buckets and whether the fleet rollup is built.
+  let fleetStatus: string | null | undefined;
   if (goldTo > from && query.forceSource !== 'gold' && assetIds.length > 0) {
-    const pending = await db.query<{ subject_id: string; bucket_start: Date; bucket_end: Date }>(
+    const pending = await db.query<{
+      fleet_status: string | null;
+      subject_id: string | null;
+      bucket_start: Date;
+      bucket_end: Date;
+    }>(
       `/* db:readUtilization:pending */
-       SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
-         FROM gold_invalidations
-        WHERE relation = 'utilization_hourly' AND tenant_id = $1 AND subject_id = ANY ($2::uuid[])
-          AND bucket_start < $4 AND bucket_end > $3 AND created_at < now() - $5 * INTERVAL '1 millisecond'
-        GROUP BY subject_id`,
+       SELECT (SELECT status FROM gold_coverage WHERE relation = 'utilization_fleet') AS fleet_status, p.*
+         FROM (SELECT 1) AS one
+         LEFT JOIN LATERAL (
+           SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
+             FROM gold_invalidations
+            WHERE relation = 'utilization_hourly' AND tenant_id = $1 AND subject_id = ANY ($2::uuid[])
+              AND bucket_start < $4 AND bucket_end > $3 AND created_at < now() - $5 * INTERVAL '1 millisecond'
+            GROUP BY subject_id) AS p ON true`,
       [query.tenantId, assetIds, new Date(from), new Date(goldTo), query.pendingGraceMs ?? PENDING_GRACE_MS],
     );
+    fleetStatus = pending.rows[0]?.fleet_status ?? null;
     for (const row of pending.rows) {
+      if (row.subject_id === null) continue;
       windows.push({
         assetId: row.subject_id,
         from: Math.max(from, floorTo(row.bucket_start.getTime(), widthMs)),
@@ -332,7 +344,11 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   }
   const live = mergeWindows(windows);
   const fleetRollup =
-    fleet && query.fleetScope !== undefined && goldTo > from && assetIds.length > 0 && (await fleetRollupReady(db));
+    fleet &&
+    query.fleetScope !== undefined &&
+    goldTo > from &&
+    assetIds.length > 0 &&
+    (fleetStatus === undefined ? await fleetRollupReady(db) : fleetStatus === 'ok');
 
   const p = new StatementParams();
   const tenant = p.add(query.tenantId, 'uuid');
