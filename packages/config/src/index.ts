@@ -101,6 +101,12 @@ export const environmentSchema = z.object({
   GANTRY_RUN_MIGRATIONS: booleanFlag.default(true),
   GANTRY_DEMO: booleanFlag.default(true),
   GANTRY_DEMO_SIMULATOR: booleanFlag.default(true),
+
+  GANTRY_CONSOLE_TILE_URL: z
+    .string()
+    .regex(/^https?:\/\/[^/\s]+\/\S*\{z\}\S*\{x\}\S*\{y\}/, 'an http(s) tile URL template with {z}, {x} and {y}')
+    .optional(),
+  GANTRY_CONSOLE_TILE_ATTRIBUTION: z.string().max(300).optional(),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -191,6 +197,8 @@ export interface Config {
   };
   rateLimit: { perSecond: number; burst: number; exportsPerMinute: number; redisUrl: string | undefined };
   demo: { enabled: boolean; simulator: boolean };
+  /** The browser console (/console): an optional base map of tiles; none by default (no outside server needed). */
+  console: { tileUrl: string | undefined; tileAttribution: string | undefined };
 }
 
 /**
@@ -300,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       redisUrl: e.GANTRY_REDIS_URL,
     },
     demo: { enabled: e.GANTRY_DEMO, simulator: e.GANTRY_DEMO_SIMULATOR },
+    console: { tileUrl: e.GANTRY_CONSOLE_TILE_URL, tileAttribution: e.GANTRY_CONSOLE_TILE_ATTRIBUTION },
   };
 }
 

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../app.ts';
 import type { RouteRegistry, RouteSpec } from '../http/route.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { adminReferenceRoutes } from './docs/admin-reference.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
@@ -24,5 +25,6 @@ export function featureRoutes(deps: AppDeps, registry: () => RouteRegistry): Rou
     ...webhookRoutes(deps),
     ...docsRoutes(deps, registry),
     ...adminReferenceRoutes(),
+    ...consoleRoutes(deps),
   ];
 }
