@@ -156,6 +156,7 @@ async function startAll(
     );
   print(`  Admin API: ${base}/api/admin/v1   (reference: ${base}/api/admin/v1/docs)`);
   if (token.generated) print(`  Admin token (Authorization: Bearer …): ${token.token}`);
+  print(`  Console:   ${base}/console   (operations console in the browser: sign in with an API key)`);
   if (demo) {
     print(`  Demo tenant key:   ${demo.tenantKey}`);
     print(`  Demo customer key: ${demo.customerKey}   (sees only "${demo.customerName}")`);

@@ -9,13 +9,19 @@ export interface ConsoleSettings {
   tileAttribution: string | undefined;
 }
 
+/** `https://{s}.tiles.example.com/{z}/…` → `https://*.tiles.example.com`: the origin(s) tiles come from. */
+export function tileOrigin(template: string): string {
+  const origin = /^https?:\/\/[^/]+/.exec(template)?.[0] ?? '';
+  return origin.replace(/\{[^}]*\}/g, '*');
+}
+
 /**
  * The console's Content-Security-Policy: code, styles and data from the API itself only,
  * no inline script or style. The one outside origin it may name is the configured tile
  * server's, for images only.
  */
 export function consolePolicy(settings: ConsoleSettings): string {
-  const tiles = settings.tileUrl ? ` ${new URL(settings.tileUrl.replace(/[{}]/g, '')).origin}` : '';
+  const tiles = settings.tileUrl ? ` ${tileOrigin(settings.tileUrl)}` : '';
   return [
     "default-src 'none'",
     "script-src 'self'",

@@ -84,7 +84,11 @@ function signInView() {
 
 function shellView() {
   const { me } = state;
-  const scope = me.apiKey.customerScoped ? `Customer: ${me.apiKey.customerName}` : 'Whole tenant';
+  const scope = me.pending
+    ? 'Checking the key…'
+    : me.apiKey.customerScoped
+      ? `Customer: ${me.apiKey.customerName}`
+      : 'Whole tenant';
   return html`<a class="skip" href="#page">Skip to content</a>
     <header class="topbar">
       <div class="brand"><span class="brand-mark" aria-hidden="true"></span>Gantry <span class="brand-sub">console</span></div>
@@ -146,7 +150,11 @@ async function refreshAlertCount() {
 function start() {
   draw();
   showPage();
-  stopAlertCount = poll(refreshAlertCount, 15_000);
+  // The open-alert count can wait until the first page has what it asked for.
+  const delay = setTimeout(() => {
+    stopAlertCount = poll(refreshAlertCount, 15_000);
+  }, 2000);
+  stopAlertCount = () => clearTimeout(delay);
 }
 
 function signOut(message = '') {
@@ -170,19 +178,27 @@ window.addEventListener('hashchange', () => {
   document.getElementById('page')?.focus({ preventScroll: true });
 });
 
+/**
+ * With a key already in this tab, the shell and the page start at once and /me is asked
+ * alongside the page's own data (the first screen waits for one round trip, not two);
+ * a refused key signs out.
+ */
 async function boot() {
   const key = storedKey();
-  if (key) {
-    try {
-      state.me = await signIn(key);
-      return start();
-    } catch (error) {
-      forgetKey();
-      state.signInError = error instanceof ApiError && error.status === 401 ? '' : errorText(error);
-    }
+  if (!key) {
+    draw();
+    document.getElementById('key')?.focus();
+    return;
   }
-  draw();
-  document.getElementById('key')?.focus();
+  state.me = { pending: true, tenant: { name: '…' }, apiKey: { name: '', customerName: null, customerScoped: false } };
+  start();
+  try {
+    state.me = await signIn(key);
+    draw();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) signOut('');
+    else signOut(`Could not sign in: ${errorText(error)}`);
+  }
 }
 
 boot();

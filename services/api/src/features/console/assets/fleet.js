@@ -50,7 +50,7 @@ export function fleetPage() {
     detail: null,
     sessions: null,
     trail: null,
-    trailRange: '3h',
+    trailRange: '1h',
     detailError: null,
     search: '',
   };
@@ -85,7 +85,7 @@ export function fleetPage() {
     trailLayer = L.layerGroup().addTo(map);
     map.on('click', () => select(null));
     // Names next to every pin only once zoomed in enough for them not to pile up.
-    const labelsByZoom = () => container.classList.toggle('map-labels', map.getZoom() >= 17);
+    const labelsByZoom = () => container.classList.toggle('map-labels', map.getZoom() >= 16);
     map.on('zoomend', labelsByZoom);
     labelsByZoom();
   }
@@ -153,11 +153,14 @@ export function fleetPage() {
         fillOpacity: forbidden ? 0.12 : 0.06,
         interactive: false,
       })
-        .bindTooltip(`${zone.name}${zone.activeAlertCount ? ` · ${zone.activeAlertCount} alert(s)` : ''}`, {
-          permanent: true,
-          direction: 'center',
-          className: `zone-label zone-label-${zone.type}`,
-        })
+        .bindTooltip(
+          `${zone.name}${zone.activeAlertCount ? ` · ${zone.activeAlertCount} active alert${zone.activeAlertCount > 1 ? 's' : ''}` : ''}`,
+          {
+            permanent: true,
+            direction: 'center',
+            className: `zone-label zone-label-${zone.type}`,
+          },
+        )
         .addTo(zoneLayer);
     }
   }
@@ -281,7 +284,9 @@ export function fleetPage() {
     }
     if (!id) return;
     const device = selectedDevice();
-    if (device && hasPosition(device) && map) map.panTo([device.latitude, device.longitude]);
+    // Brought into view only when it is out of it: the rest of the fleet stays where it was.
+    if (device && hasPosition(device) && map && !map.getBounds().contains([device.latitude, device.longitude]))
+      map.panTo([device.latitude, device.longitude]);
     detailStops = [poll(loadDetail, DETAIL_MS), poll(loadSessions, 30_000), poll(loadTrail, TRAIL_MS)];
     element.querySelector('.detail h2')?.focus();
   }

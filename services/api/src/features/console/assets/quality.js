@@ -72,15 +72,23 @@ function statusBadge(entry) {
   return html`<span class="badge badge-${qualityTone[entry.status] ?? 'muted'}">${entry.statusLabel || entry.status}</span>`;
 }
 
+/** Worst first: the devices someone should look at head the table. */
+const SEVERITY = ['errors', 'offline', 'silent', 'poor_gps', 'delayed', 'disabled', 'ok'];
+const severity = (entry) => {
+  const rank = SEVERITY.indexOf(entry.status);
+  return rank === -1 ? SEVERITY.length : rank;
+};
+
 function deviceRows(state) {
   const search = state.search.trim().toLowerCase();
-  return state.data.assets.filter((entry) => {
+  const rows = state.data.assets.filter((entry) => {
     if (state.filter === 'attention' && entry.status === 'ok') return false;
     if (!search) return true;
     return [entry.name, entry.identifier, entry.displayCode, entry.deviceId].some((text) =>
       text?.toLowerCase().includes(search),
     );
   });
+  return rows.sort((a, b) => severity(a) - severity(b) || a.name.localeCompare(b.name));
 }
 
 function devicesTable(state, draw) {
