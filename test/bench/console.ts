@@ -150,9 +150,6 @@ async function main(): Promise<void> {
       args: ['--headless', '--no-sandbox', '--disable-gpu'],
     });
 
-    const devicesShown = async (page: import('playwright-core').Page) => {
-      await page.locator('.page-quality section[aria-labelledby="quality-devices"] tbody tr').first().waitFor();
-    };
     const consoleFiles = await pageWeight(
       browser,
       started,

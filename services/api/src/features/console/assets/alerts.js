@@ -53,13 +53,13 @@ export function alertsPage({ refreshAlertCount }) {
       state.view = value;
       state.data = null;
       draw();
-      load();
+      void load();
     },
     days(value) {
       state.days = Number(value);
       state.data = null;
       draw();
-      load();
+      void load();
     },
   };
 

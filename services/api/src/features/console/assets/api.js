@@ -120,7 +120,7 @@ export function poll(task, intervalMs) {
     if (!document.hidden) await task().catch(() => undefined);
     if (!stopped) timer = setTimeout(run, intervalMs);
   };
-  run();
+  void run();
   return () => {
     stopped = true;
     clearTimeout(timer);

@@ -201,4 +201,4 @@ async function boot() {
   }
 }
 
-boot();
+void boot();

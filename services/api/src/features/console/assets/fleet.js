@@ -301,7 +301,7 @@ export function fleetPage() {
       state.trailRange = value;
       state.trail = null;
       draw();
-      loadTrail();
+      void loadTrail();
     },
     recentre() {
       if (map) fit();

@@ -229,19 +229,19 @@ export function usagePage() {
     preset(value) {
       state.preset = value;
       state.bucket = PRESETS[value].bucket;
-      load();
+      void load();
     },
     bucket(value) {
       state.bucket = value;
-      load();
+      void load();
     },
     asset(value) {
       state.assetId = value;
-      load();
+      void load();
     },
     range(field, value) {
       state[field] = value;
-      if (state.from && state.to && state.from <= state.to) load();
+      if (state.from && state.to && state.from <= state.to) void load();
     },
     exportFile,
   };
@@ -250,7 +250,7 @@ export function usagePage() {
   return {
     element,
     start() {
-      if (state.assets.length === 0) loadAssets();
+      if (state.assets.length === 0) void loadAssets();
       stop = poll(load, REFRESH_MS);
     },
     stop() {
