@@ -27,12 +27,13 @@ import type pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool, type StorageMode } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
+import { recountCounters } from '../../services/ingest/src/storage/counters.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
 
 const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
-const SEED_VERSION = 'api-bench-v1';
+const SEED_VERSION = 'api-bench-v2'; // v2: traffic counters recounted after the seed
 const DATABASE = 'gantry_bench_api';
 const ASSETS = 500;
 const HISTORY_DAYS = 14;
@@ -256,6 +257,8 @@ async function prepare(): Promise<{ url: string; seed: Seed; storageMode: Storag
   try {
     const seeded = await seed(pool);
     await timed('gold refresh (the worker’s refreshGold)', () => refreshAllGold(pool, storageMode));
+    // The seed writes bronze and silver directly: count them as ingest would have.
+    await timed('traffic counters (recountCounters)', () => recountCounters(pool));
     await timed('analyze', () => pool.query('ANALYZE'));
     await pool.query(`INSERT INTO gantry_meta (key, value) VALUES ('bench:api', $1)`, [JSON.stringify(seeded)]);
     return { url, seed: seeded, storageMode };
