@@ -1,7 +1,7 @@
 -- The recount of message_counts_hourly: bronze messages of known devices per receive
 -- hour, message type and outcome, with the columns in the table's order. Ingest keeps the
 -- table by adding what each batch stored (services/ingest/src/storage/counters.ts); this
--- definition is what the table must equal (tests, `gantry counters check`, the baseline
+-- definition is what the table must equal (counterDrift in the tests, the baseline
 -- of pnpm bench:data-quality). Hours are UTC: date_bin does not follow the session's
 -- time zone as date_trunc would.
 SELECT
