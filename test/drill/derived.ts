@@ -1,6 +1,7 @@
 import { loadConfig } from '@gantry/config';
 import { createOutbox, liveDefinition, type Pool } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
+import { counterDrift, counterTables } from '../../services/ingest/src/storage/counters.ts';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { type DrillReport, fmt } from './report.ts';
@@ -161,6 +162,13 @@ async function staleGoldRows(pool: Pool): Promise<Array<{ relation: string; stal
 }
 
 export async function compareWithCleanRun(pool: Pool, databaseUrl: string, report: DrillReport): Promise<void> {
+  // Ingest's traffic counters against a recount of the bronze and silver the drill left.
+  const drift = await Promise.all(counterTables.map((table) => counterDrift(pool, table)));
+  report.check(
+    'traffic counters equal a recount of bronze and silver',
+    drift.every((rows) => rows === 0),
+    counterTables.map((table, index) => `${table}: ${drift[index]} rows differ`).join(', '),
+  );
   const stale = await staleGoldRows(pool);
   const staleTotal = stale.reduce((sum, entry) => sum + entry.stale, 0);
   report.count('gold rows differing from their own source (drill)', staleTotal);
