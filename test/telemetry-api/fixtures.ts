@@ -144,7 +144,7 @@ export async function insertReadings(
     ],
   );
   // Ingest counts what it writes in the same transaction; written here directly, the device is recounted.
-  await recountCounters(pool, [asset.deviceUuid]);
+  await recountCounters(pool, { deviceIds: [asset.deviceUuid] });
 }
 
 export interface MessageInput {
@@ -185,7 +185,7 @@ export async function insertMessages(
       messages.map((message) => message.payload ?? '{"ts":1}'),
     ],
   );
-  await recountCounters(pool, [asset.deviceUuid]);
+  await recountCounters(pool, { deviceIds: [asset.deviceUuid] });
 }
 
 export function minutesAgo(minutes: number): Date {

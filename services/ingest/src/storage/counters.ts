@@ -250,44 +250,72 @@ export function recountDefinition(table: CounterTable, filter = 'TRUE'): string 
 
 const sourceAlias: Record<CounterTable, string> = { message_counts_hourly: 'm', reading_counts_hourly: 'r' };
 
+export interface RecountScope {
+  /** Only these devices (default all). */
+  deviceIds?: string[];
+  /** Only the hours in [from, to): whole UTC hours (default all time). */
+  from?: Date;
+  to?: Date;
+}
+
+const sourceTime: Record<CounterTable, string> = { message_counts_hourly: 'received_at', reading_counts_hourly: 'ts' };
+
+function scopeOf(scope: RecountScope): { from: Date; to: Date; params: unknown[] } {
+  const from = scope.from ?? new Date(0);
+  const to = scope.to ?? new Date(Date.UTC(3000, 0, 1));
+  if (from.getTime() % HOUR_MS !== 0 || to.getTime() % HOUR_MS !== 0)
+    throw new Error('counter scopes are whole hours: from and to on the hour');
+  return { from, to, params: scope.deviceIds ? [from, to, scope.deviceIds] : [from, to] };
+}
+
+/** The counter rows in scope (`c`) and the same figures recounted from bronze or silver. */
+function scopedSides(table: CounterTable, scope: RecountScope): { stored: string; recount: string } {
+  const alias = sourceAlias[table];
+  const time = `${alias}.${sourceTime[table]}`;
+  const devices = (prefix: string) => (scope.deviceIds ? `${prefix}device_id = ANY ($3::uuid[])` : 'TRUE');
+  return {
+    stored: `${devices('c.')} AND c.bucket >= $1::timestamptz AND c.bucket < $2::timestamptz`,
+    recount: recountDefinition(
+      table,
+      `${devices(`${alias}.`)} AND ${time} >= $1::timestamptz AND ${time} < $2::timestamptz`,
+    ),
+  };
+}
+
 /**
  * Rows where a table differs from its recount (each row of the difference once, either
- * side), for the given devices or all. A consistency check for tests, benchmarks and
- * operators; it reads every counted row, so it costs what the data costs.
+ * side), within the scope. A consistency check for tests, drills and benchmarks; it
+ * reads every counted row in scope, so it costs what the data costs.
  */
-export async function counterDrift(db: Queryable, table: CounterTable, deviceIds?: string[]): Promise<number> {
-  const alias = sourceAlias[table];
-  const params = deviceIds ? [deviceIds] : [];
-  const own = deviceIds ? 'c.device_id = ANY ($1::uuid[])' : 'TRUE';
-  const recount = recountDefinition(table, deviceIds ? `${alias}.device_id = ANY ($1::uuid[])` : 'TRUE');
+export async function counterDrift(db: Queryable, table: CounterTable, scope: RecountScope = {}): Promise<number> {
+  const { params } = scopeOf(scope);
+  const sides = scopedSides(table, scope);
   // Ingest upserts by exact key; a row brought to zero by a replay counts as no row.
-  const stored = `SELECT c.* FROM ${table} c WHERE ${own} AND ${table === 'message_counts_hourly' ? 'c.message_count' : 'c.reading_count'} <> 0`;
+  const count = table === 'message_counts_hourly' ? 'message_count' : 'reading_count';
+  const stored = `SELECT c.* FROM ${table} c WHERE ${sides.stored} AND c.${count} <> 0`;
   const { rows } = await db.query<{ n: string }>(
     `/* counters:drift */
-     SELECT (SELECT count(*) FROM ((${stored}) EXCEPT ALL (${recount})) a)
-          + (SELECT count(*) FROM ((${recount}) EXCEPT ALL (${stored})) b) AS n`,
+     SELECT (SELECT count(*) FROM ((${stored}) EXCEPT ALL (${sides.recount})) a)
+          + (SELECT count(*) FROM ((${sides.recount}) EXCEPT ALL (${stored})) b) AS n`,
     params,
   );
   return Number(rows[0]?.n ?? 0);
 }
 
 /**
- * Replaces the counters of the given devices (or all) with their recount: for data
- * written without ingest (test fixtures, a restore) or a repair. The tables are locked
+ * Replaces the counters in scope with their recount: for data written without ingest
+ * (test fixtures, a restore, a benchmark's bulk load) or a repair. The tables are locked
  * against ingest's upserts for the duration, so batches committing meanwhile are
  * counted exactly once: before the recount reads, or added after it.
  */
-export async function recountCounters(pool: Pool, deviceIds?: string[]): Promise<void> {
+export async function recountCounters(pool: Pool, scope: RecountScope = {}): Promise<void> {
+  const { params } = scopeOf(scope);
   await withTransaction(pool, async (client) => {
     await client.query(`LOCK TABLE ${counterTables.join(', ')} IN SHARE ROW EXCLUSIVE MODE`);
     for (const table of counterTables) {
-      const alias = sourceAlias[table];
-      const params = deviceIds ? [deviceIds] : [];
-      await client.query(`DELETE FROM ${table} WHERE ${deviceIds ? 'device_id = ANY ($1::uuid[])' : 'TRUE'}`, params);
-      await client.query(
-        `/* counters:recount */ INSERT INTO ${table} ${recountDefinition(table, deviceIds ? `${alias}.device_id = ANY ($1::uuid[])` : 'TRUE')}`,
-        params,
-      );
+      const sides = scopedSides(table, scope);
+      await client.query(`DELETE FROM ${table} c WHERE ${sides.stored}`, params);
+      await client.query(`/* counters:recount */ INSERT INTO ${table} ${sides.recount}`, params);
     }
   });
 }
