@@ -83,16 +83,31 @@ function isAlive(pid: number): boolean {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Fast shutdown (SIGINT: clients disconnected, then a clean checkpoint); waits for the exit. */
+/**
+ * Smart shutdown first (SIGTERM: the server waits for its sessions to end, and Gantry's
+ * are closing), so no session is cut with "terminating connection due to administrator
+ * command"; a session still open after 10 s (a psql left open) gets a fast shutdown
+ * (SIGINT), and a server ignoring that for a minute an immediate one (SIGQUIT).
+ */
 async function stopPostmaster(pid: number, exited: () => boolean): Promise<void> {
   try {
-    process.kill(pid, 'SIGINT');
+    process.kill(pid, 'SIGTERM');
   } catch {
     return;
   }
+  const escalations = new Map<number, NodeJS.Signals>([
+    [10_000, 'SIGINT'],
+    [70_000, 'SIGQUIT'],
+  ]);
   for (let waited = 0; !exited(); waited += 100) {
-    // A server that ignores a fast shutdown for a minute gets an immediate one.
-    if (waited === 60_000) process.kill(pid, 'SIGQUIT');
+    const signal = escalations.get(waited);
+    if (signal) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        return;
+      }
+    }
     await pause(100);
   }
 }

@@ -64,6 +64,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Output piped into a reader that stops early (`gantry status | head`) is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
 void main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;
   // Long-running only when `start` succeeded; otherwise leave once output is flushed.
