@@ -112,6 +112,57 @@ describe('the contract validator (the served document, not the zod schemas)', ()
   });
 });
 
+describe('the served documents say what the server sends and accepts', () => {
+  type Json = any;
+  const operations = (document: Json) =>
+    Object.entries<Json>(document.paths).flatMap(([path, item]) =>
+      Object.entries<Json>(item).map(([method, operation]) => ({ path, method, operation })),
+    );
+
+  it('describes every tag, names a licence, and gives no query or path parameter a nullable', () => {
+    for (const document of [documents.external, documents.admin] as Json[]) {
+      expect(document.info.license.name).toBe('Proprietary');
+      for (const tag of document.tags) expect(tag.description, tag.name).toEqual(expect.any(String));
+      for (const { path, operation } of operations(document))
+        for (const parameter of operation.parameters ?? [])
+          expect(parameter.schema.nullable, `${path} ${parameter.name}`).toBeUndefined();
+    }
+  });
+
+  it('states 405 on every operation, 413 and 415 on every body, and a pattern on from, to and dueAt', () => {
+    for (const document of [documents.external, documents.admin] as Json[]) {
+      for (const { path, method, operation } of operations(document)) {
+        expect(Object.keys(operation.responses), `${method} ${path}`).toContain('405');
+        expect(operation.responses['405'].headers, `${method} ${path}`).toHaveProperty('Allow');
+        if (operation.requestBody)
+          expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['413', '415']));
+        for (const parameter of operation.parameters ?? [])
+          if (['from', 'to'].includes(parameter.name))
+            expect(parameter.schema.pattern, `${path} ${parameter.name}`).toBeTruthy();
+      }
+    }
+    const schemas = (documents.external as Json).components.schemas;
+    expect(schemas.ServiceRequestCreateRequest.properties.dueAt.pattern).toBeTruthy();
+    expect(schemas.WebhookSubscription.properties.url.format).toBe('uri');
+    expect(schemas.WebhookSubscription.properties.id.format).toBe('uuid');
+    // A nullable reference the 3.0.3 way, and the referenced component itself not nullable.
+    expect(schemas.ServiceRequest.properties.asset).toEqual({
+      oneOf: [{ $ref: '#/components/schemas/AssetRef' }, { type: 'object', nullable: true, enum: [null] }],
+    });
+    expect(schemas.AssetRef.nullable).toBeUndefined();
+    expect(JSON.stringify(documents.external)).not.toContain('"allOf"');
+  });
+
+  it('documents the content type of every file download', () => {
+    const paths = (documents.external as Json).paths;
+    expect(Object.keys(paths['/service-requests/{id}/files/{fileId}'].get.responses['200'].content)).toEqual(['*/*']);
+    expect(Object.keys(paths['/reporting/export.csv'].get.responses['200'].content)).toEqual(['text/csv']);
+    expect(Object.keys(paths['/reporting/export.xlsx'].get.responses['200'].content)).toEqual([
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    ]);
+  });
+});
+
 describe('the fetch hook of the test harness', () => {
   let server: ApiServer;
   beforeAll(async () => {

@@ -8,6 +8,9 @@ export const DECODED_ENCODINGS = ['gzip', 'deflate', 'br'] as const;
 /** Charsets a JSON body may declare: JSON between systems is UTF-8 (RFC 8259 §8.1), ASCII being a subset. */
 const JSON_CHARSETS = /^(utf-?8|us-ascii)$/i;
 
+/** The methods whose bodies are read, whatever the route: the ones koa-body parses. */
+export const READ_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
 export function hasRequestBody(ctx: Context): boolean {
   return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
 }
@@ -35,7 +38,8 @@ export function requestBody(options: { maxJsonBytes: number }): Middleware {
     text: false,
   });
   return async (ctx, next) => {
-    if (!hasRequestBody(ctx)) return parse(ctx, next);
+    // Bodies of other methods are never read (koa-body's parsed methods), so never refused.
+    if (!hasRequestBody(ctx) || !READ_METHODS.has(ctx.method)) return parse(ctx, next);
     const encoding = contentEncoding(ctx);
     const json = ctx.is('json') !== false;
     if (encoding !== 'identity') {

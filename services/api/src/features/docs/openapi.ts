@@ -111,10 +111,12 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
     'The path exists, but not with the method used (TRACE, CONNECT, PUT, …); `Allow` lists the methods it has',
     { Allow: { description: 'The methods this path answers, comma-separated', schema: { type: 'string' } } },
   );
-  if (request.body) {
-    implied[413] = error(`JSON body over ${options.limits.maxJsonBytes} bytes (counted after decompression)`);
+  if (request.body || ['post', 'put', 'patch'].includes(route.method)) {
+    // A POST, PUT or PATCH body is read even where the operation takes none.
+    const none = request.body ? '' : ' (this operation takes no body, but one sent is read)';
+    implied[413] = error(`JSON body over ${options.limits.maxJsonBytes} bytes, counted after decompression${none}`);
     implied[415] = error(
-      'The body is not application/json, declares a charset other than UTF-8, or uses a Content-Encoding other than identity, gzip, deflate or br',
+      `The body declares a charset other than UTF-8 or a Content-Encoding other than identity, gzip, deflate or br${request.body ? ', or is not application/json' : ''}${none}`,
     );
   }
   if (request.multipart) {
