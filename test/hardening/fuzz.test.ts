@@ -349,8 +349,7 @@ function planRequest(route: RouteSpec, random: () => number, generator: ValueGen
     else if (variant === 'deflate') body = deflateSync(plain);
     else if (variant === 'br') body = brotliCompressSync(plain, { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } });
     else if (variant === 'broken') body = Buffer.concat([gzipSync(plain).subarray(0, 12), Buffer.from('not gzip')]);
-    else if (variant === 'bomb')
-      body = gzipSync(Buffer.from(JSON.stringify({ title: 'x'.repeat(MAX_JSON_BYTES * 40) })));
+    else if (variant === 'bomb') body = bomb();
     else body = plain;
     headers['Content-Encoding'] =
       variant === 'broken' || variant === 'bomb'
