@@ -126,6 +126,70 @@ describe('gantry replay', () => {
     ).toBe(7);
   });
 
+  it('rebuilds lost silver from the batch rows of bronze, and moves a message of a since disabled device to its own row', async () => {
+    const [kept, disabled] = uniqueDeviceIds(2, 'replay-rebuild');
+    const fleet = await provisionFleet(db.pool, [kept!, disabled!], 'Replay rebuild');
+    const started = new Date(Date.now() - 1000);
+    const now = Date.now();
+    const messages: SimulatedMessage[] = [kept!, disabled!].flatMap((deviceId) =>
+      Array.from({ length: 4 }, (_, index) => ({
+        deviceId,
+        type: 'gps' as const,
+        ts: 0,
+        payload: { ts: new Date(now - 40_000 + index * 1000).toISOString(), lat: 51.95, lon: 4.05 + index * 0.0001 },
+      })),
+    );
+    const before = await countOf(db.pool, 'SELECT count(*) FROM device_messages');
+    await publishMessages(publisher, messages);
+    await waitFor(
+      () => countOf(db.pool, 'SELECT count(*) FROM device_messages'),
+      (count) => count >= before + messages.length,
+      30_000,
+      'bronze rows',
+    );
+    const ids = fleet.devices.map((device) => device.id);
+    // Stored messages live in batch rows, not one row each.
+    expect(
+      await countOf(db.pool, 'SELECT count(*) FROM device_message_rows WHERE device_id = ANY($1::uuid[])', [ids]),
+    ).toBe(0);
+    expect(
+      await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings WHERE device_id = ANY($1::uuid[])', [ids]),
+    ).toBe(8);
+
+    // Silver of one device is lost; the other device is disabled since.
+    const keptDevice = fleet.byDeviceId.get(kept!)!;
+    await db.pool.query('DELETE FROM telemetry_readings WHERE device_id = $1', [keptDevice.id]);
+    await provisioning.updateDevice(
+      { pool: db.pool, outbox: createOutbox({ maxAttempts: 3 }) },
+      fleet.tenantId,
+      fleet.byDeviceId.get(disabled!)!.id,
+      { enabled: false },
+    );
+    const to = new Date(Date.now() + 1000).toISOString();
+    for (const deviceId of [kept!, disabled!]) {
+      const result = await replay(['--from', started.toISOString(), '--to', to, '--device', deviceId, '--all']);
+      expect(result.code, result.stderr).toBe(0);
+    }
+    expect(
+      await countOf(db.pool, 'SELECT count(*) FROM telemetry_readings WHERE device_id = $1', [keptDevice.id]),
+    ).toBe(4);
+    const { rows } = await db.pool.query(
+      `SELECT device_key, status, error, reading_count FROM device_messages WHERE device_key = ANY($1::text[]) ORDER BY id`,
+      [[kept, disabled]],
+    );
+    expect(rows.filter((row) => row.device_key === kept).map((row) => [row.status, row.reading_count])).toEqual(
+      Array.from({ length: 4 }, () => ['accepted', 1]),
+    );
+    expect(rows.filter((row) => row.device_key === disabled).map((row) => [row.status, row.error])).toEqual(
+      Array.from({ length: 4 }, () => ['rejected', 'device_disabled']),
+    );
+    expect(
+      await countOf(db.pool, `SELECT count(*) FROM device_message_rows WHERE device_key = $1 AND status = 'rejected'`, [
+        disabled,
+      ]),
+    ).toBe(4);
+  });
+
   it('refuses a bad range with a usage message naming the option', async () => {
     const result = await replay(['--from', '2024-02-01', '--to', '2024-01-01']);
     expect(result.stderr).toMatch(/--from must be before --to/);

@@ -85,7 +85,8 @@ export async function applyRetentionPolicies(
 ): Promise<void> {
   if (mode !== 'timescaledb') return;
   const policies: Array<[string, number]> = [
-    ['device_messages', retention.bronzeDays],
+    ['device_message_batches', retention.bronzeDays],
+    ['device_message_rows', retention.bronzeDays],
     ['telemetry_readings', retention.readingDays],
   ];
   for (const [table, days] of policies) {

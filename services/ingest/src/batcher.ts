@@ -4,6 +4,7 @@ import type { Logger } from '@gantry/logger';
 import { ingestMetrics, recordOutcomes } from './metrics.ts';
 import type { ParsedMessage } from './pipeline/steps.ts';
 import { clip } from './pipeline/steps.ts';
+import { MESSAGE_ID_FACTOR } from './storage/bronze.ts';
 import { inTransaction, isDataError } from './storage/transaction.ts';
 import { writeBatch, type WriteMethod } from './storage/write-batch.ts';
 
@@ -50,7 +51,8 @@ export class Batcher {
     this.open.push(delivery);
     // A batch upload counts by its readings: batchSize bounds rows per transaction, not messages.
     this.openWeight += Math.max(1, delivery.message.readings.length);
-    if (this.openWeight >= this.options.batchSize) this.seal();
+    // Bronze numbers a batch's messages below MESSAGE_ID_FACTOR.
+    if (this.openWeight >= this.options.batchSize || this.open.length >= MESSAGE_ID_FACTOR - 1) this.seal();
     else if (this.timer === null) this.timer = setTimeout(() => this.seal(), this.options.batchMs);
   }
 

@@ -12,6 +12,11 @@ export interface IngestDeps {
   pool: Pool;
   logger: Logger;
   storageMode: StorageMode;
+  /**
+   * Ingest stopped for good (another process took its MQTT session over, see
+   * SessionTakenOverError). Default: log it and exit the process with code 1.
+   */
+  onFatal?: (error: Error) => void;
 }
 
 export interface RunningIngest {
@@ -72,6 +77,14 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
     maxInFlightBytes: settings.maxInFlightBytes,
     connectTimeoutMs: 30_000,
     logger,
+    onFatal(error) {
+      logger.error({ err: { name: error.name, message: error.message } }, error.message);
+      batcher.abortRetries();
+      if (deps.onFatal) return deps.onFatal(error);
+      // Also on stderr: the log may be JSON on stdout, read by nobody at this moment.
+      process.stderr.write(`gantry ingest stopped: ${error.message}\n`);
+      process.exit(1);
+    },
     onPacket(packet, settle) {
       const receivedAt = Date.now();
       const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);

@@ -2,7 +2,9 @@ import type { Config } from '@gantry/config';
 import type { Pool } from '@gantry/db';
 import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from './ingest.ts';
 import { parseMessage } from './pipeline/steps.ts';
+import { rewriteBronzeBatch, type BronzeOutcome, type StoredBatch } from './storage/bronze.ts';
 import type { CountedMessage } from './storage/counters.ts';
+import type { DeviceRecord } from './storage/tables.ts';
 import { inTransaction } from './storage/transaction.ts';
 import { writeBatch, type BronzeStatus, type ReplayTarget } from './storage/write-batch.ts';
 
@@ -60,11 +62,25 @@ function countedBefore(row: BronzeRow): CountedMessage | null {
   };
 }
 
+interface BatchMessageRow {
+  position: number;
+  received_at: Date;
+  topic: string;
+  payload: string;
+  reading_count: number;
+  device_ts: Date | null;
+  device_id: string;
+  tenant_id: string;
+  asset_id: string | null;
+}
+
 /**
  * Re-runs the parse steps over bronze messages (after a parser fix, or once an unknown
  * device is registered) and writes what now parses into silver, device_state and the
- * derivation queue; each bronze row gets its new status in place. Idempotent: silver
+ * derivation queue; each bronze message gets its new status in place. Idempotent: silver
  * keeps one reading per (device, type, ts), so running it twice adds nothing.
+ * Rejected and partial messages have rows of their own; stored ones (only with `all`)
+ * live in batch rows, each replayed in one transaction.
  */
 export async function replayBronze(
   deps: { pool: Pool; config: Config },
@@ -89,7 +105,7 @@ export async function replayBronze(
         `/* ingest:replaySelect */
          SELECT id, received_at, topic, payload, status, reading_count,
                 tenant_id, device_id, asset_id, message_type, error, device_ts, payload_size
-         FROM device_messages
+         FROM device_message_rows
          WHERE received_at >= $1 AND received_at < $2
            AND (received_at, id) > ($3::timestamptz, $4::bigint)
            AND ($5::text IS NULL OR device_key = $5)
@@ -115,6 +131,7 @@ export async function replayBronze(
         status: row.status,
         readingCount: row.reading_count,
         counted: countedBefore(row),
+        storedIn: 'row',
       }));
       const result = await writeBatch(client, messages, {
         method: 'unnest',
@@ -136,5 +153,137 @@ export async function replayBronze(
     cursor = { receivedAt: last.received_at, id: last.id };
     if (rows.length < chunkSize) break;
   }
+  if (options.all) await replayBatches(deps, options, summary);
   return summary;
+}
+
+/** Replays the stored messages of every batch row holding some of the range, a batch per transaction. */
+async function replayBatches(
+  deps: { pool: Pool; config: Config },
+  options: ReplayOptions,
+  summary: ReplaySummary,
+): Promise<void> {
+  const { pool, config } = deps;
+  let cursor: { receivedFrom: Date; id: number } = { receivedFrom: new Date(0), id: -1 };
+  for (;;) {
+    const { rows: batches } = await pool.query<{ id: string; received_from: Date }>(
+      `/* ingest:replaySelectBatches */
+       SELECT id, received_from FROM device_message_batches
+        WHERE received_from < $2 AND received_to >= $1 AND (received_from, id) > ($3::timestamptz, $4::bigint)
+        ORDER BY received_from, id LIMIT 100`,
+      [options.from, options.to, cursor.receivedFrom, cursor.id],
+    );
+    if (batches.length === 0) return;
+    for (const batch of batches) {
+      await replayBatch(pool, config, Number(batch.id), batch.received_from, options, summary);
+      options.onProgress?.(summary);
+    }
+    const last = batches[batches.length - 1]!;
+    cursor = { receivedFrom: last.received_from, id: Number(last.id) };
+  }
+}
+
+async function replayBatch(
+  pool: Pool,
+  config: Config,
+  id: number,
+  receivedFrom: Date,
+  options: ReplayOptions,
+  summary: ReplaySummary,
+): Promise<void> {
+  await inTransaction(pool, config.ingest.statementTimeoutMs * 4, async (client) => {
+    const { rows } = await client.query<BatchMessageRow>(
+      `/* ingest:replayLoadBatch */
+       SELECT m.position, m.received_at, m.topic, m.payload, m.reading_count, m.device_ts,
+              b.devices[m.device_index] AS device_id, b.device_tenants[m.device_index] AS tenant_id,
+              b.device_assets[m.device_index] AS asset_id
+         FROM device_message_batches b
+        CROSS JOIN LATERAL unnest(b.positions, b.received_at, b.topic, b.device_index, b.device_ts, b.reading_count, b.payload)
+              AS m(position, received_at, topic, device_index, device_ts, reading_count, payload)
+        WHERE b.id = $1 AND b.received_from = $2
+        ORDER BY m.position
+        FOR UPDATE OF b`,
+      [id, receivedFrom],
+    );
+    const now = Date.now();
+    const entries: StoredBatch['messages'] = [];
+    const targets: Array<{ entry: StoredBatch['messages'][number]; before: BronzeOutcome; deviceTsBefore: number | null }> =
+      [];
+    for (const row of rows) {
+      const receivedAt = row.received_at.getTime();
+      const raw = { topic: row.topic, payload: Buffer.from(row.payload, 'utf8'), receivedAt };
+      const device: DeviceRecord = { id: row.device_id, tenantId: row.tenant_id, assetId: row.asset_id, enabled: true };
+      const before: BronzeOutcome = {
+        status: row.reading_count > 0 ? 'accepted' : 'duplicate',
+        reason: null,
+        detail: null,
+        storedReadings: row.reading_count,
+        device,
+      };
+      const inRange =
+        receivedAt >= options.from.getTime() &&
+        receivedAt < options.to.getTime() &&
+        (options.deviceKey === undefined || row.topic.split('/')[3] === options.deviceKey);
+      const message = inRange
+        ? parseMessage(raw, { maxPayloadBytes: config.ingest.maxPayloadBytes, bounds: timeBounds(config, now) })
+        : {
+            raw,
+            deviceKey: null,
+            messageType: null,
+            deviceTs: row.device_ts?.getTime() ?? null,
+            readings: [],
+            rejection: null,
+            entryRejections: [],
+          };
+      const entry = { position: row.position, message, outcome: before };
+      entries.push(entry);
+      if (inRange) targets.push({ entry, before, deviceTsBefore: row.device_ts?.getTime() ?? null });
+    }
+    if (targets.length === 0) return;
+    const result = await writeBatch(
+      client,
+      targets.map(({ entry }) => entry.message),
+      {
+        method: 'unnest',
+        oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES,
+        replay: targets.map(({ entry, before, deviceTsBefore }) => ({
+          id,
+          receivedAt: entry.message.raw.receivedAt,
+          status: before.status,
+          readingCount: before.storedReadings,
+          // What the message counts for now in message_counts_hourly, as countedBefore does for single rows.
+          counted: {
+            tenantId: before.device!.tenantId,
+            deviceId: before.device!.id,
+            assetId: before.device!.assetId,
+            receivedAt: entry.message.raw.receivedAt,
+            messageType: entry.message.raw.topic.split('/')[4]!,
+            status: before.status,
+            reason: '',
+            readingCount: before.storedReadings,
+            payloadBytes: entry.message.raw.payload.length,
+            deviceTs: deviceTsBefore,
+          },
+          storedIn: 'batch',
+        })),
+      },
+    );
+    let changed = false;
+    result.outcomes.forEach((outcome, index) => {
+      const target = targets[index]!;
+      summary.statuses[outcome.status] += 1;
+      if (outcome.status !== target.before.status) summary.changed += 1;
+      if (
+        outcome.status !== target.before.status ||
+        outcome.storedReadings !== target.before.storedReadings ||
+        outcome.device?.id !== target.before.device?.id ||
+        outcome.device?.assetId !== target.before.device?.assetId
+      )
+        changed = true;
+      target.entry.outcome = outcome;
+    });
+    summary.messages += targets.length;
+    summary.readingsAdded += result.storedReadings;
+    if (changed) await rewriteBronzeBatch(client, { id, messages: entries }, OVERSIZED_PAYLOAD_BYTES);
+  });
 }

@@ -19,6 +19,11 @@ export interface IngestConnectionOptions {
   connectTimeoutMs: number;
   logger: Logger;
   onPacket(packet: IPublishPacket, settle: () => void): void;
+  /**
+   * The connection gave up for good (another client took the session over): ingest must
+   * stop. Not called for outages, which are retried.
+   */
+  onFatal(error: Error): void;
 }
 
 export interface IngestConnection {
@@ -40,6 +45,33 @@ export class MqttConnectError extends Error {
     this.name = 'MqttConnectError';
   }
 }
+
+/**
+ * Two clients with one client id take the session from each other: the broker drops the
+ * older connection, which reconnects and drops the newer one, and so on. Both keep
+ * "working" while messages bounce between them, redelivered again and again.
+ */
+export class SessionTakenOverError extends Error {
+  constructor(clientId: string, how: string) {
+    super(
+      `another MQTT client is using this ingest's client id "${clientId}" (${how}): two ingest processes ` +
+        'must not share a client id. Give each process its own GANTRY_INGEST_CLIENT_ID (stable across restarts, ' +
+        'so its session survives them); this one stops instead of taking the session back in a loop',
+    );
+    this.name = 'SessionTakenOverError';
+  }
+}
+
+/** MQTT 5 DISCONNECT reason code 0x8E: Session taken over (sent by EMQX, HiveMQ, …). */
+const SESSION_TAKEN_OVER = 0x8e;
+/**
+ * Mosquitto 2.0 closes the older connection without that DISCONNECT, and MQTT 3.1.1 has
+ * none at all: connections the broker closes this soon after accepting them, this many
+ * times in a row, are read as a takeover loop. (A broker restart closes one connection;
+ * attempts while it is down are never accepted, so they do not count.)
+ */
+const SHORT_SESSION_MS = 5_000;
+const SHORT_SESSIONS_TO_STOP = 3;
 
 /** CONNACK codes meaning "this broker does not speak MQTT 5" (3.1.1 code 1, MQTT 5 code 0x84). */
 const UNSUPPORTED_PROTOCOL = new Set([1, 132]);
@@ -185,17 +217,52 @@ export async function openIngestConnection(options: IngestConnectionOptions): Pr
     'ingest subscribed',
   );
 
+  let closing = false;
+  let givenUp = false;
+  // Set while a connection is up: a failed connection attempt (broker down) is no short session.
+  let connectedAt: number | null = Date.now();
+  let shortSessions = 0;
+  const giveUp = (error: SessionTakenOverError) => {
+    if (givenUp || closing) return;
+    givenUp = true;
+    ingestMetrics.connected.set(0);
+    // No reconnect: it would take the session back from the other process, which takes it again.
+    client.end(true);
+    options.onFatal(error);
+  };
+
   // Later reconnects resume the session; subscribing again is harmless and covers a session the broker lost.
   client.on('connect', (again) => {
+    connectedAt = Date.now();
     ingestMetrics.connected.set(1);
     log.info({ sessionPresent: again.sessionPresent }, 'MQTT reconnected');
     subscribe(client, filter).catch((error: unknown) => log.error({ err: error }, 'MQTT resubscribe failed'));
   });
-  let closing = false;
+  client.on('disconnect', (packet) => {
+    if (packet.reasonCode === SESSION_TAKEN_OVER)
+      giveUp(
+        new SessionTakenOverError(options.clientId, 'the broker disconnected it with reason 0x8E, session taken over'),
+      );
+  });
   client.on('close', () => {
     ingestMetrics.connected.set(0);
+    if (closing || givenUp) return;
+    const lasted = connectedAt === null ? null : Date.now() - connectedAt;
+    connectedAt = null;
+    if (lasted !== null) {
+      shortSessions = lasted < SHORT_SESSION_MS ? shortSessions + 1 : 0;
+      if (shortSessions >= SHORT_SESSIONS_TO_STOP) {
+        giveUp(
+          new SessionTakenOverError(
+            options.clientId,
+            `the broker closed ${shortSessions} connections in a row within ${SHORT_SESSION_MS / 1000} s of accepting them, as it does when another client takes the session`,
+          ),
+        );
+        return;
+      }
+    }
     // Unacknowledged messages come again on the next connection (as redeliveries).
-    if (!closing) log.warn({ unacked: acks.unacked }, 'MQTT connection lost; reconnecting');
+    log.warn({ unacked: acks.unacked }, 'MQTT connection lost; reconnecting');
   });
 
   return {

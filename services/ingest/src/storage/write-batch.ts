@@ -4,17 +4,11 @@ import { markDirtySql, type PoolClient } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
+import { insertBronze, updateBronzeRows } from './bronze.ts';
 import { countBatch, type CountedMessage } from './counters.ts';
 import { columnArrays, copyText, unnestCall, type Cell, type Column } from './encode.ts';
 import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
-import {
-  bronzeColumns,
-  silverColumns,
-  stateAssignments,
-  stateColumns,
-  toSilverRow,
-  type DeviceRecord,
-} from './tables.ts';
+import { silverColumns, stateAssignments, stateColumns, toSilverRow, type DeviceRecord } from './tables.ts';
 import { noteUnknownDevices } from './unknown-devices.ts';
 
 export type BronzeStatus = 'accepted' | 'rejected' | 'duplicate' | 'partial';
@@ -30,7 +24,7 @@ export interface MessageOutcome {
   device: DeviceRecord | null;
 }
 
-/** A bronze row being re-parsed by replay: its identity and what it said before. */
+/** A bronze message being re-parsed by replay: its identity and what it said before. */
 export interface ReplayTarget {
   id: number;
   receivedAt: number;
@@ -38,13 +32,18 @@ export interface ReplayTarget {
   readingCount: number;
   /** What the row counts for in message_counts_hourly now (null: nothing), taken away as the new outcome is added. */
   counted?: CountedMessage | null;
+  /**
+   * Where it is kept: a row of its own (updated here) or a batch row (the caller writes
+   * the batch again from the outcomes, see rewriteBronzeBatch).
+   */
+  storedIn: 'row' | 'batch';
 }
 
 export interface WriteOptions {
   method: WriteMethod;
   /** Bytes of an oversized payload kept in bronze (its real size is in payload_size). */
   oversizedPayloadBytes: number;
-  /** Replay: update these bronze rows (same order as the messages) instead of inserting. */
+  /** Replay: update these bronze messages (same order as the messages) instead of inserting. */
   replay?: ReplayTarget[];
 }
 
@@ -66,7 +65,6 @@ ON CONFLICT (device_id) DO UPDATE SET
     ${stateAssignments()}`;
 
 const silverNames = silverColumns.map((column) => column.name).join(', ');
-const bronzeNames = bronzeColumns.map((column) => column.name).join(', ');
 
 /** Clients (pool connections) that already hold the COPY staging table. */
 const stagingReady = new WeakSet<PoolClient>();
@@ -108,41 +106,6 @@ async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteM
   const inserted = new Set<string>();
   for (const row of result.rows) inserted.add(`${row.device_id}|${row.type}|${row.ts.getTime()}`);
   return inserted;
-}
-
-async function insertBronze(client: PoolClient, rows: Cell[][], method: WriteMethod): Promise<void> {
-  if (method === 'copy') return copyInto(client, 'device_messages', bronzeColumns, rows);
-  await client.query(
-    `/* ingest:insertMessages */ INSERT INTO device_messages (${bronzeNames}) SELECT * FROM ${unnestCall(bronzeColumns)}`,
-    columnArrays(bronzeColumns, rows),
-  );
-}
-
-const replayColumns: readonly Column[] = [
-  { name: 'id', kind: 'int8' },
-  { name: 'received_at', kind: 'timestamptz' },
-  { name: 'device_id', kind: 'uuid' },
-  { name: 'tenant_id', kind: 'uuid' },
-  { name: 'asset_id', kind: 'uuid' },
-  { name: 'status', kind: 'text' },
-  { name: 'error', kind: 'text' },
-  { name: 'error_detail', kind: 'text' },
-  { name: 'device_ts', kind: 'timestamptz' },
-  { name: 'reading_count', kind: 'int4' },
-];
-
-async function updateBronze(client: PoolClient, rows: Cell[][]): Promise<void> {
-  const names = replayColumns.map((column) => column.name);
-  await client.query(
-    `/* ingest:replayMessages */ UPDATE device_messages m SET
-       ${names
-         .slice(2)
-         .map((name) => `${name} = u.${name}`)
-         .join(', ')}
-     FROM ${unnestCall(replayColumns)} AS u(${names.join(', ')})
-     WHERE m.id = u.id AND m.received_at = u.received_at`,
-    columnArrays(replayColumns, rows),
-  );
 }
 
 export async function resolveDevices(client: PoolClient, keys: Iterable<string>): Promise<Map<string, DeviceRecord>> {
@@ -274,7 +237,9 @@ export async function writeBatch(
     if (outcome.status !== 'accepted') return;
     const previous = options.replay?.[index];
     const wasStored = previous !== undefined && (previous.status === 'accepted' || previous.status === 'partial');
-    if (wasStored) outcome.storedReadings += previous.readingCount;
+    // Never more than the message holds: readings re-stored after silver lost them were counted before.
+    if (wasStored)
+      outcome.storedReadings = Math.min(message.readings.length, outcome.storedReadings + previous.readingCount);
     if (message.entryRejections.length > 0) {
       outcome.status = 'partial';
       outcome.reason = message.entryRejections[0]!.reason;
@@ -286,49 +251,16 @@ export async function writeBatch(
 
   if (options.replay) {
     const replay = options.replay;
-    await updateBronze(
+    await updateBronzeRows(
       client,
-      messages.map((message, index) => {
-        const outcome = outcomes[index]!;
-        return [
-          replay[index]!.id,
-          replay[index]!.receivedAt,
-          outcome.device?.id ?? null,
-          outcome.device?.tenantId ?? null,
-          outcome.device?.assetId ?? null,
-          outcome.status,
-          outcome.reason,
-          outcome.detail === null ? null : clip(outcome.detail, 1000),
-          message.deviceTs,
-          outcome.storedReadings,
-        ];
+      messages.flatMap((message, index) => {
+        const target = replay[index]!;
+        if (target.storedIn !== 'row') return [];
+        return [{ id: target.id, receivedAt: target.receivedAt, message, outcome: outcomes[index]! }];
       }),
     );
   } else {
-    await insertBronze(
-      client,
-      messages.map((message, index) => {
-        const outcome = outcomes[index]!;
-        const payload = message.raw.payload;
-        return [
-          message.raw.receivedAt,
-          message.raw.topic,
-          message.deviceKey,
-          outcome.device?.id ?? null,
-          outcome.device?.tenantId ?? null,
-          outcome.device?.assetId ?? null,
-          message.messageType,
-          outcome.status,
-          outcome.reason,
-          outcome.detail === null ? null : clip(outcome.detail, 1000),
-          message.deviceTs,
-          outcome.storedReadings,
-          payload.length,
-          outcome.reason === 'payload_too_large' ? payload.subarray(0, options.oversizedPayloadBytes) : payload,
-        ];
-      }),
-      options.method,
-    );
+    await insertBronze(client, messages, outcomes, options.oversizedPayloadBytes);
   }
 
   if (deltas.size > 0) {

@@ -107,7 +107,7 @@ async function recentErrors(db: Queryable, scope: TelemetryScope, range: HourRan
     `/* api:dataQualityRecentErrors */
      SELECT m.device_key, m.topic, m.message_type, m.error, m.error_detail, m.received_at,
             substring(m.payload FROM 1 FOR ${dataQualityRules.payloadSampleChars * 4}) AS payload_head, m.payload_size
-       FROM device_messages m
+       FROM device_message_rows m
        JOIN devices d ON d.id = m.device_id
        JOIN assets a ON a.id = d.asset_id
       WHERE ${conditions.join(' AND ')}

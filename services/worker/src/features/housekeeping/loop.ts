@@ -18,10 +18,18 @@ export function housekeepingLoop(deps: { pool: Pool; config: Config; storageMode
       );
       let pruned = 0;
       if (deps.storageMode === 'postgres') {
+        // Bronze is two tables (docs/ingest.md): batch rows of up to a few thousand messages, and single rows.
+        const batches = await deps.pool.query(
+          `/* worker:pruneBronzeBatches */
+           DELETE FROM device_message_batches WHERE ctid IN (
+             SELECT ctid FROM device_message_batches WHERE received_from < now() - make_interval(days => $1)
+                AND received_to < now() - make_interval(days => $1) LIMIT 20)`,
+          [deps.config.retention.bronzeDays],
+        );
         const bronze = await deps.pool.query(
           `/* worker:pruneBronze */
-           DELETE FROM device_messages WHERE ctid IN (
-             SELECT ctid FROM device_messages WHERE received_at < now() - make_interval(days => $1) LIMIT 5000)`,
+           DELETE FROM device_message_rows WHERE ctid IN (
+             SELECT ctid FROM device_message_rows WHERE received_at < now() - make_interval(days => $1) LIMIT 5000)`,
           [deps.config.retention.bronzeDays],
         );
         const silver = await deps.pool.query(
@@ -30,7 +38,7 @@ export function housekeepingLoop(deps: { pool: Pool; config: Config; storageMode
              SELECT ctid FROM telemetry_readings WHERE ts < now() - make_interval(days => $1) LIMIT 5000)`,
           [deps.config.retention.readingDays],
         );
-        pruned = (bronze.rowCount ?? 0) + (silver.rowCount ?? 0);
+        pruned = (batches.rowCount ?? 0) + (bronze.rowCount ?? 0) + (silver.rowCount ?? 0);
       }
       return (expired.rowCount ?? 0) + pruned;
     },
