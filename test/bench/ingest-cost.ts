@@ -25,6 +25,7 @@ const BATCHES = Number(process.env.COST_BATCHES ?? 25);
 const WARMUP = Number(process.env.COST_WARMUP_BATCHES ?? 25);
 const DEVICES = Number(process.env.COST_DEVICES ?? 300);
 const BATCH = Number(process.env.COST_BATCH_MESSAGES ?? 2000);
+const METHOD = (process.env.COST_METHOD ?? 'unnest') as 'unnest' | 'copy';
 const serverUrl =
   process.env.GANTRY_BENCH_DATABASE_URL ??
   process.env.GANTRY_TEST_DATABASE_URL ??
@@ -61,9 +62,8 @@ function instrument(
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property !== 'query') return Reflect.get(target, property, receiver);
-      return async (...args: unknown[]) => {
+      const timed = async (...args: unknown[]) => {
         const first = args[0];
-        // COPY streams and other submittables pass through untimed by tag (timed as "copy").
         const sql = typeof first === 'string' ? first : ((first as { text?: string }).text ?? 'COPY');
         const tag = tagOf(sql);
         if (explain && typeof first === 'string' && /^\s*(\/\*.*?\*\/\s*)?(INSERT|UPDATE|WITH)/is.test(sql)) {
@@ -85,6 +85,19 @@ function instrument(
         cost.calls += 1;
         costs.set(tag, cost);
         return result;
+      };
+      // A COPY stream must come back as it is, not wrapped in a promise.
+      return (...args: unknown[]) => {
+        if (typeof (args[0] as { write?: unknown } | null)?.write !== 'function') return timed(...args);
+        const started = performance.now();
+        const stream = query(...args) as unknown as NodeJS.EventEmitter;
+        stream.once('finish', () => {
+          const cost = costs.get('COPY') ?? { ms: 0, calls: 0, walBytes: 0, walRecords: 0, fpiBytes: 0 };
+          cost.ms += performance.now() - started;
+          cost.calls += 1;
+          costs.set('COPY', cost);
+        });
+        return stream;
       };
     },
   });
@@ -154,7 +167,7 @@ async function main(): Promise<void> {
         const marks: Array<{ tag: string; from: string; to: string }> = [];
         const measured = costs ? instrument(client, costs, marks, explain) : client;
         const started = performance.now();
-        await writeBatch(measured, batch, { method: 'unnest', oversizedPayloadBytes: 4096 });
+        await writeBatch(measured, batch, { method: METHOD, oversizedPayloadBytes: 4096 });
         const from = (await client.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0]!
           .lsn;
         await client.query('COMMIT');
@@ -204,7 +217,7 @@ async function main(): Promise<void> {
       for (const record of records) {
         const at = lsnValue(record.start_lsn);
         const mark = marks.find((candidate) => at >= lsnValue(candidate.from) && at < lsnValue(candidate.to));
-        const tag = mark?.tag ?? 'other';
+        const tag = mark?.tag ?? 'COPY';
         const cost = costs.get(tag) ?? { ms: 0, calls: 0, walBytes: 0, walRecords: 0, fpiBytes: 0 };
         cost.walBytes += record.record_length;
         cost.walRecords += 1;

@@ -61,7 +61,8 @@ describe.each(availableStorageModes())('migrations in %s mode', (mode) => {
         `SELECT hypertable_name FROM timescaledb_information.hypertables WHERE hypertable_schema = 'public' ORDER BY 1`,
       );
       expect(hypertables.rows.map((row) => row.hypertable_name)).toEqual([
-        'device_messages',
+        'device_message_batches',
+        'device_message_rows',
         'telemetry_readings',
         'telemetry_segments',
       ]);

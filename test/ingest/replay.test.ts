@@ -188,7 +188,7 @@ describe('gantry replay', () => {
         disabled,
       ]),
     ).toBe(4);
-  });
+  }, 180_000);
 
   it('refuses a bad range with a usage message naming the option', async () => {
     const result = await replay(['--from', '2024-02-01', '--to', '2024-01-01']);

@@ -52,7 +52,7 @@ export const environmentSchema = z.object({
   GANTRY_INGEST_MAX_IN_FLIGHT_BYTES: positiveInt.default(64 * 1024 * 1024),
   GANTRY_INGEST_SESSION_EXPIRY_SECONDS: positiveInt.default(86400),
   GANTRY_INGEST_WRITERS: positiveInt.default(2),
-  GANTRY_INGEST_WRITE_METHOD: z.enum(['unnest', 'copy']).default('unnest'),
+  GANTRY_INGEST_WRITE_METHOD: z.enum(['unnest', 'copy']).default('copy'),
   GANTRY_INGEST_STATEMENT_TIMEOUT_MS: positiveInt.default(30000),
   GANTRY_INGEST_DRAIN_TIMEOUT_MS: positiveInt.default(15000),
   GANTRY_INGEST_METRICS_PORT: port.default(9464),

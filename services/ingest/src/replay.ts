@@ -207,8 +207,11 @@ async function replayBatch(
     );
     const now = Date.now();
     const entries: StoredBatch['messages'] = [];
-    const targets: Array<{ entry: StoredBatch['messages'][number]; before: BronzeOutcome; deviceTsBefore: number | null }> =
-      [];
+    const targets: Array<{
+      entry: StoredBatch['messages'][number];
+      before: BronzeOutcome;
+      deviceTsBefore: number | null;
+    }> = [];
     for (const row of rows) {
       const receivedAt = row.received_at.getTime();
       const raw = { topic: row.topic, payload: Buffer.from(row.payload, 'utf8'), receivedAt };
