@@ -88,24 +88,6 @@ export function toSilverRow(device: DeviceRecord, reading: Reading, receivedAt: 
   return row;
 }
 
-/** Bronze `device_messages` (id is generated). */
-export const bronzeColumns: readonly Column[] = [
-  { name: 'received_at', kind: 'timestamptz' },
-  { name: 'topic', kind: 'text' },
-  { name: 'device_key', kind: 'text' },
-  { name: 'device_id', kind: 'uuid' },
-  { name: 'tenant_id', kind: 'uuid' },
-  { name: 'asset_id', kind: 'uuid' },
-  { name: 'message_type', kind: 'text' },
-  { name: 'status', kind: 'text' },
-  { name: 'error', kind: 'text' },
-  { name: 'error_detail', kind: 'text' },
-  { name: 'device_ts', kind: 'timestamptz' },
-  { name: 'reading_count', kind: 'int4' },
-  { name: 'payload_size', kind: 'int4' },
-  { name: 'payload', kind: 'bytea' },
-];
-
 /**
  * `device_state` field groups. Within a group the newest device time wins; the position
  * prefers a valid fix over an invalid one, then the newest.

@@ -1,12 +1,11 @@
 import { from as copyFrom } from 'pg-copy-streams';
-import type pg from 'pg';
 import { markDirtySql, type PoolClient } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
 import { insertBronze, updateBronzeRows } from './bronze.ts';
 import { countBatch, type CountedMessage } from './counters.ts';
-import { arrayLiteral, columnArrays, copyBinary, copyText, unnestCall, type Cell, type Column } from './encode.ts';
+import { arrayLiteral, columnArrays, copyBinary, unnestCall, type Cell, type Column } from './encode.ts';
 import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
 import { silverColumns, stateAssignments, stateColumns, toSilverRow, type DeviceRecord } from './tables.ts';
 import { noteUnknownDevices } from './unknown-devices.ts';
