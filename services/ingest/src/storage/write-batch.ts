@@ -105,18 +105,6 @@ async function copyBinaryInto(
   });
 }
 
-/**
- * Another batch committed one of our new readings between our check and our COPY (a
- * redelivered copy written by the other writer). Not bad data: the whole batch is
- * retried, and its check then sees the reading.
- */
-export class ConcurrentReadingError extends Error {
-  constructor(cause: unknown) {
-    super(`a reading of this batch was stored meanwhile by another batch; retrying (${(cause as Error).message})`);
-    this.name = 'ConcurrentReadingError';
-  }
-}
-
 /** Inserts new readings, skipping (device, type, ts) already stored; returns the keys inserted. */
 async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteMethod): Promise<Set<string>> {
   if (rows.length === 0) return new Set();
@@ -136,7 +124,7 @@ async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteM
  * binary straight into telemetry_readings. Cheaper than INSERT … ON CONFLICT: no text
  * to parse, and COPY writes heap pages in bulk (one WAL record per page instead of a
  * speculative insert and its confirmation per row). The key still guards: a reading
- * stored meanwhile by another batch fails the COPY, and the batch is retried.
+ * stored meanwhile by another batch fails the COPY, and the rows go in the other way.
  */
 async function copyNewReadings(client: PoolClient, rows: Cell[][]): Promise<Set<string>> {
   const { rows: existing } = await client.query<{ device_id: string; type: string; ts: Date }>(
@@ -169,11 +157,15 @@ async function copyNewReadings(client: PoolClient, rows: Cell[][]): Promise<Set<
     return true;
   });
   if (fresh.length === 0) return inserted;
+  // A reading committed meanwhile by another writer (a redelivered copy) fails the COPY:
+  // these rows then go in through INSERT … ON CONFLICT instead, nothing else is undone.
+  await client.query('SAVEPOINT silver_copy');
   try {
     await copyBinaryInto(client, 'telemetry_readings', silverColumns, copyBinary(silverColumns, fresh));
   } catch (error) {
-    if ((error as { code?: unknown }).code === '23505') throw new ConcurrentReadingError(error);
-    throw error;
+    if ((error as { code?: unknown }).code !== '23505') throw error;
+    await client.query('ROLLBACK TO SAVEPOINT silver_copy');
+    return insertReadings(client, fresh, 'unnest');
   }
   return inserted;
 }
