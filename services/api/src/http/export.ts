@@ -12,9 +12,11 @@
  *
  * CSV goes through `COPY (…) TO STDOUT WITH (FORMAT csv, HEADER)` (pg-copy-streams),
  * XLSX through exceljs' streaming WorkbookWriter fed from a pg cursor, 1,000 rows at a
- * time, writing only when the socket has drained: memory stays flat for any size.
- * The probe for "more rows?" and the rows themselves are read in one REPEATABLE READ
- * transaction, so the headers and the body describe the same snapshot.
+ * time. Both follow the client's pace: a slow reader leaves the rest of the page in
+ * PostgreSQL, not in this process, and a client that leaves before the last byte gets
+ * its query cancelled (see ExportConnection). The probe for "more rows?" and the rows
+ * themselves are read in one REPEATABLE READ transaction, so the headers and the body
+ * describe the same snapshot.
  *
  * Usage in a feature's routes.ts:
  *
@@ -61,6 +63,7 @@
  */
 import { once } from 'node:events';
 import { PassThrough, finished } from 'node:stream';
+import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import ExcelJS from 'exceljs';
 import pg from 'pg';
@@ -148,30 +151,92 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
   }
   if (request.columns.length === 0) throw new Error('an export needs at least one column');
   // Inlining happens before the first query so a bad value is a 400, not a broken file.
-  const inlinedText = request.format === 'csv' ? inlineParameters(request.query.text, request.query.values) : null;
+  const copyText = request.format === 'csv' ? copyStatement(request) : null;
 
-  const client = await pool.connect();
-  let released = false;
-  const release = (error?: Error) => {
-    if (released) return;
-    released = true;
-    client.release(error);
-  };
+  const connection = new ExportConnection(pool, await pool.connect(), ctx.res);
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    // A misnamed column fails here, as a 500 before any byte; LIMIT 0 plans without running.
+    await connection.client.query(
+      `/* api:exportColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
+      request.query.values,
+    );
+    // Only the existence of a row past the page: the query's own output columns are not
+    // needed, so the planner drops the joins and expressions that only feed them.
     const limitIndex = request.query.values.length + 1;
-    const probe = await client.query<{ more: boolean }>(
-      `/* api:exportProbe */ SELECT EXISTS (SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page OFFSET $${limitIndex}::bigint) AS more`,
+    const probe = await connection.client.query<{ more: boolean }>(
+      `/* api:exportProbe */ SELECT EXISTS (SELECT 1 FROM (${request.query.text}\n) AS export_page OFFSET $${limitIndex}::bigint) AS more`,
       [...request.query.values, request.offset + EXPORT_MAX_ROWS],
     );
+    if (connection.gone) throw new Error('export client went away');
     const truncated = probe.rows[0]?.more === true;
     setExportHeaders(ctx, request, truncated);
-    if (request.format === 'csv') streamCsv(ctx, client, request, inlinedText as string, release);
-    else streamXlsx(ctx, client, request, release);
+    if (copyText !== null) streamCsv(ctx, connection, copyText);
+    else streamXlsx(ctx, connection, request);
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    release();
+    connection.abandon(error instanceof Error ? error : new Error(String(error)));
+    // Nobody is left to read an error response (the query was cancelled because of that).
+    if (connection.gone) return;
     throw error;
+  }
+}
+
+/**
+ * The pooled connection of one export and what ends it. Done: COMMIT and back to the
+ * pool. Failed, or the client went away before the last byte: the backend's query is
+ * cancelled (pg_cancel_backend from a connection of its own, so it works when the pool
+ * is exhausted, and while the backend is computing rather than writing — a closed
+ * socket alone stops it only at its next write), then the connection is discarded,
+ * since it may still be inside COPY.
+ */
+class ExportConnection {
+  private ended = false;
+  /** True once the response closed before its last byte. */
+  gone = false;
+
+  constructor(
+    private readonly pool: Pool,
+    readonly client: PoolClient,
+    response: ServerResponse,
+  ) {
+    if (response.destroyed) this.gone = true;
+    response.once('close', () => {
+      if (response.writableFinished) return;
+      this.gone = true;
+      this.abandon(new Error('export client went away'));
+    });
+    if (this.gone) this.abandon(new Error('export client went away'));
+  }
+
+  /** The query is over: commit the read-only transaction and give the connection back. */
+  finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.client.query('COMMIT').then(
+      () => this.client.release(),
+      (error: Error) => this.client.release(error),
+    );
+  }
+
+  abandon(error: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    const pid = (this.client as unknown as { processID?: number }).processID;
+    // The connection is held until the cancel is done, so the pid cannot be reused meanwhile.
+    void cancelBackend(this.pool, pid).finally(() => this.client.release(error));
+  }
+}
+
+async function cancelBackend(pool: Pool, pid: number | undefined): Promise<void> {
+  if (pid === undefined) return;
+  const canceller = new pg.Client({ ...pool.options, connectionTimeoutMillis: 5_000 });
+  try {
+    await canceller.connect();
+    await canceller.query('/* api:exportCancel */ SELECT pg_cancel_backend($1::int)', [pid]);
+  } catch {
+    // The connection is discarded anyway; its backend stops at its next write.
+  } finally {
+    await canceller.end().catch(() => undefined);
   }
 }
 
@@ -192,7 +257,7 @@ function pageQuery(text: string, offset: number, projection: string): string {
   return `SELECT ${projection} FROM (${text}\nLIMIT ${EXPORT_MAX_ROWS} OFFSET ${offset}) AS export_page`;
 }
 
-/** The exported columns by name: a misnamed column fails in the probe, before any byte. */
+/** The exported columns by name. */
 function plainProjection(columns: ExportColumn[]): string {
   return columns.map((column) => `export_page.${pg.escapeIdentifier(column.name)}`).join(', ');
 }
@@ -212,29 +277,27 @@ function csvProjection(column: ExportColumn): string {
   }
 }
 
-function streamCsv(
-  ctx: Context,
-  client: PoolClient,
-  request: ExportRequest,
-  text: string,
-  release: (error?: Error) => void,
-): void {
+/**
+ * The COPY statement of a CSV page, parameters inlined: what the CSV path runs, and what
+ * `pnpm bench:exports` hands to psql as the baseline.
+ */
+export function copyStatement(request: Pick<ExportRequest, 'columns' | 'query' | 'offset'>): string {
+  const text = inlineParameters(request.query.text, request.query.values);
   const projection = request.columns.map(csvProjection).join(', ');
-  const copy = client.query(
-    copyTo(
-      `/* api:exportCsv */ COPY (${pageQuery(text, request.offset, projection)}) TO STDOUT WITH (FORMAT csv, HEADER true)`,
-    ),
-  );
+  return `/* api:exportCsv */ COPY (${pageQuery(text, request.offset, projection)}) TO STDOUT WITH (FORMAT csv, HEADER true)`;
+}
+
+/**
+ * The COPY stream is the response body; Koa pipes it to the socket with back-pressure:
+ * pg-copy-streams reads the database socket only while the response accepts more, so a
+ * slow client leaves the rows in PostgreSQL (its socket buffer, then a blocked backend),
+ * not in this process.
+ */
+function streamCsv(ctx: Context, connection: ExportConnection, copyText: string): void {
+  const copy = connection.client.query(copyTo(copyText));
   finished(copy, (error) => {
-    if (error) {
-      // The connection may still be inside the COPY: never hand it back to the pool.
-      release(error instanceof Error ? error : new Error(String(error)));
-      return;
-    }
-    client.query('COMMIT').then(
-      () => release(),
-      (commitError: Error) => release(commitError),
-    );
+    if (error) connection.abandon(error instanceof Error ? error : new Error(String(error)));
+    else connection.finish();
   });
   ctx.body = copy;
 }
@@ -271,7 +334,14 @@ function cellText(text: string): string {
 
 const XLSX_BATCH_ROWS = 1_000;
 
-function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, release: (error?: Error) => void): void {
+/**
+ * exceljs' streaming writer fed from a cursor, one batch at a time. The writer's own
+ * pipeline (sheet XML → zip → deflate) ignores back-pressure, so the loop provides it:
+ * before the next batch it waits until the response has taken what was compressed so far
+ * and the output buffer is below its mark. A slow client therefore holds at most a batch
+ * or two of rows in this process; the rest waits in PostgreSQL behind the cursor.
+ */
+function streamXlsx(ctx: Context, connection: ExportConnection, request: ExportRequest): void {
   const output = new PassThrough();
   ctx.body = output;
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
@@ -295,7 +365,7 @@ function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, re
         `export_page.${pg.escapeIdentifier(column.name)}${column.type === 'json' ? `::text AS ${pg.escapeIdentifier(column.name)}` : ''}`,
     )
     .join(', ');
-  const cursor = client.query(
+  const cursor = connection.client.query(
     new Cursor(
       `/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`,
       request.query.values,
@@ -306,24 +376,36 @@ function streamXlsx(ctx: Context, client: PoolClient, request: ExportRequest, re
   const run = async () => {
     for (;;) {
       const rows = (await cursor.read(XLSX_BATCH_ROWS)) as unknown[][];
-      if (output.destroyed) throw new Error('export client went away');
+      if (connection.gone || output.destroyed) throw new Error('export client went away');
       for (const row of rows) {
         sheet.addRow(request.columns.map((column, index) => cellValue(row[index], column.type))).commit();
       }
       if (rows.length < XLSX_BATCH_ROWS) break;
-      // Backpressure: wait for the socket before producing the next batch.
-      if (output.writableNeedDrain) await Promise.race([once(output, 'drain'), once(output, 'close')]);
+      await drained(output);
     }
     await cursor.close();
-    await client.query('COMMIT');
-    release();
+    connection.finish();
     sheet.commit();
     await workbook.commit();
   };
   run().catch((error: Error) => {
-    release(error);
+    connection.abandon(error);
     output.destroy(error);
   });
+}
+
+/**
+ * Resolves once the stream's buffer is below its high-water mark after the work already
+ * queued upstream (deflate runs on the thread pool) has reached it; rejects if it closes.
+ */
+async function drained(output: PassThrough): Promise<void> {
+  for (;;) {
+    // Let deflate and the zip hand over what they hold before looking at the buffer.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (output.destroyed) throw new Error('export client went away');
+    if (!output.writableNeedDrain) return;
+    await Promise.race([once(output, 'drain'), once(output, 'close')]);
+  }
 }
 
 // Parameter inlining for COPY ------------------------------------------------------------
