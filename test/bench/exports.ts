@@ -33,10 +33,14 @@ import { loadConfig } from '@gantry/config';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { copyStatement, type ExportColumn } from '../../services/api/src/http/export.ts';
-import { exportColumns as reportingColumns, exportStatement } from '../../services/api/src/features/reporting/repository.ts';
+import {
+  exportColumns as reportingColumns,
+  exportStatement,
+} from '../../services/api/src/features/reporting/repository.ts';
 import { listExports } from '../../services/api/src/features/telemetry/exports.routes.ts';
 import { exportColumns, orderedSql, type TelemetryScope } from '../../services/api/src/features/telemetry/sql.ts';
-import { metricExport } from '../../services/api/src/features/telemetry/row-export.ts';
+import { metricQuery, metricRange } from '../../services/api/src/features/telemetry/buckets.ts';
+import { metricExportStatement } from '../../services/api/src/features/telemetry/metric-export.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
 
@@ -281,15 +285,24 @@ async function download(api: ApiProcess, pathAndQuery: string, key: string) {
 }
 
 /** psql running the COPY (its \timing: the statement alone, not psql's start-up). */
-async function psqlCopy(databaseUrl: string, copy: string, directory: string): Promise<{ seconds: number; bytes: number }> {
+async function psqlCopy(databaseUrl: string, copy: string, directory: string, output = '/dev/null'): Promise<number> {
   const script = path.join(directory, 'copy.sql');
-  const output = path.join(directory, 'copy.csv');
   writeFileSync(script, `\\timing on\n${copy};\n`);
-  const { stdout } = await run('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', databaseUrl, '-o', output, '-f', script]);
+  const { stdout } = await run('psql', [
+    '-X',
+    '-q',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-d',
+    databaseUrl,
+    '-o',
+    output,
+    '-f',
+    script,
+  ]);
   const match = /Time: ([\d.]+) ms/.exec(stdout);
   if (!match) throw new Error(`psql printed no timing: ${stdout}`);
-  const bytes = readFileSync(output).length;
-  return { seconds: Number(match[1]) / 1000, bytes };
+  return Number(match[1]) / 1000;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -309,22 +322,50 @@ function scenarios(seedData: Seed, pool: Pool): Scenario[] {
   const range = `from=${seedData.from}&to=${seedData.to}`;
   const rules = loadConfig({ GANTRY_DATABASE_URL: 'postgresql://unused' }).telemetryStatus;
   const lists = listExports(rules);
-  const list = (name: string, query: string): Scenario['statement'] => async () => {
-    const definition = lists.find((entry) => entry.name === name)!;
-    const statement = await definition.statement(scope, definition.query.parse(Object.fromEntries(new URLSearchParams(query))));
-    return { columns: exportColumns(statement.columns), query: orderedSql(statement) };
-  };
-  const metric = (name: 'utilization' | 'container-work', query: string): Scenario['statement'] => async () => {
-    const parsed = Object.fromEntries(new URLSearchParams(query));
-    return metricExport(pool, scope, name, parsed);
-  };
+  const list =
+    (name: string, query: string): Scenario['statement'] =>
+    async () => {
+      const definition = lists.find((entry) => entry.name === name)!;
+      const statement = await definition.statement(
+        scope,
+        definition.query.parse(Object.fromEntries(new URLSearchParams(query))),
+      );
+      return { columns: exportColumns(statement.columns), query: orderedSql(statement) };
+    };
+  const metric =
+    (name: 'utilization' | 'container-work', query: string): Scenario['statement'] =>
+    async () => {
+      const parsed = metricQuery.parse(Object.fromEntries(new URLSearchParams(query)));
+      const input = { range: metricRange(parsed), bucket: parsed.bucket, groupBy: parsed.groupBy };
+      return metricExportStatement(pool, scope, name, input);
+    };
   const positions = `assetId=${seedData.machine0}&resolution=1min&${range}`;
   const perAsset = `${range}&groupBy=asset&bucket=hour`;
   return [
-    { name: 'positions 1min, machine 0', path: '/telemetry/positions/export', query: positions, statement: list('positions', positions) },
-    { name: 'usage sessions', path: '/telemetry/usage-sessions/export', query: range, statement: list('usage-sessions', range) },
-    { name: 'utilization asset/hour', path: '/telemetry/utilization/export', query: perAsset, statement: metric('utilization', perAsset) },
-    { name: 'container work asset/hour', path: '/telemetry/container-work/export', query: perAsset, statement: metric('container-work', perAsset) },
+    {
+      name: 'positions 1min, machine 0',
+      path: '/telemetry/positions/export',
+      query: positions,
+      statement: list('positions', positions),
+    },
+    {
+      name: 'usage sessions',
+      path: '/telemetry/usage-sessions/export',
+      query: range,
+      statement: list('usage-sessions', range),
+    },
+    {
+      name: 'utilization asset/hour',
+      path: '/telemetry/utilization/export',
+      query: perAsset,
+      statement: metric('utilization', perAsset),
+    },
+    {
+      name: 'container work asset/hour',
+      path: '/telemetry/container-work/export',
+      query: perAsset,
+      statement: metric('container-work', perAsset),
+    },
     {
       name: 'service-request metrics asset/hour',
       path: '/telemetry/service-request-metrics/export',
@@ -365,22 +406,22 @@ async function main(): Promise<void> {
       const xlsxPath = `${scenario.path}.xlsx?${scenario.query}`;
       // Warm-up: plans, pool connections, JIT — and the row count to check psql against.
       const warm = await download(api, csvPath, seedData.tenantKey);
+      const psqlFile = path.join(directory, 'copy.csv');
+      await psqlCopy(databaseUrl, copy, directory, psqlFile);
+      const psqlBytes = readFileSync(psqlFile).length;
       await download(api, xlsxPath, seedData.tenantKey);
       const csv: number[] = [];
       const psql: number[] = [];
       const xlsx: number[] = [];
       let csvRss = 0;
       let xlsxRss = 0;
-      let psqlBytes = 0;
       const loads: string[] = [];
       for (let attempt = 0; attempt < RUNS; attempt += 1) {
         loads.push(load());
         const api1 = await withRss(api, () => download(api, csvPath, seedData.tenantKey));
         csv.push(api1.result.seconds);
         csvRss = Math.max(csvRss, api1.growthMb);
-        const baseline = await psqlCopy(databaseUrl, copy, directory);
-        psql.push(baseline.seconds);
-        psqlBytes = baseline.bytes;
+        psql.push(await psqlCopy(databaseUrl, copy, directory));
         const api2 = await withRss(api, () => download(api, xlsxPath, seedData.tenantKey));
         xlsx.push(api2.result.seconds);
         xlsxRss = Math.max(xlsxRss, api2.growthMb);
@@ -407,7 +448,9 @@ async function main(): Promise<void> {
       const loadBefore = load();
       const started = performance.now();
       const { growthMb } = await withRss(api, () =>
-        Promise.all(four.map((scenario) => download(api, `${scenario.path}.${format}?${scenario.query}`, seedData.tenantKey))),
+        Promise.all(
+          four.map((scenario) => download(api, `${scenario.path}.${format}?${scenario.query}`, seedData.tenantKey)),
+        ),
       );
       const seconds = (performance.now() - started) / 1000;
       const ok = growthMb <= 150;

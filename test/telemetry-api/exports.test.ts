@@ -226,6 +226,63 @@ describe('telemetry exports', () => {
     });
   });
 
+  it('writes utilization and container work with exactly the figures of the JSON items, per asset and fleet, hour and day', async () => {
+    // A day of its own with figures that need rounding (fractions of seconds and metres).
+    const t = fleet.tenantId;
+    await insertSegments(db.pool, t, fleet.byName['SC 01']!, [
+      {
+        start: '2026-03-12T06:00:00Z',
+        seconds: 1234.5678,
+        moving: true,
+        loaded: true,
+        distanceM: 1000.0005,
+        cycles: 7,
+      },
+      { start: '2026-03-12T06:30:00Z', seconds: 777.7777, distanceM: 0.0125, hourmeterDelta: 0.3335 },
+      { start: '2026-03-12T13:00:00Z', seconds: 333.3333, moving: true, distanceM: 12.3456 },
+    ]);
+    await insertSegments(db.pool, t, fleet.byName['SC 02']!, [
+      { start: '2026-03-12T06:10:00Z', seconds: 100.005, moving: true, loaded: true, distanceM: 2.0015, cycles: 1 },
+      { start: '2026-03-12T06:40:00Z', seconds: 1000 / 3, moving: true, distanceM: 1 / 3 },
+    ]);
+    const assetFields: Record<string, string> = {
+      assetId: 'id',
+      assetIdentifier: 'identifier',
+      assetName: 'name',
+      assetDisplayCode: 'displayCode',
+      assetType: 'assetType',
+      assetLocation: 'location',
+      assetCustomerName: 'customerName',
+    };
+    let compared = 0;
+    for (const metric of ['utilization', 'container-work']) {
+      for (const groupBy of ['asset', 'fleet']) {
+        for (const bucket of ['hour', 'day']) {
+          const query = `from=2026-03-12&to=2026-03-12&groupBy=${groupBy}&bucket=${bucket}`;
+          const { rows } = await download(`/telemetry/${metric}/export.csv?${query}`);
+          const list = await json(await api.external(`/telemetry/${metric}?${query}&limit=500`, fleet.tenantKey));
+          const header = rows[0]!;
+          expect(rows.slice(1)).toHaveLength(list.items.length);
+          expect(list.items.length).toBeGreaterThan(0);
+          list.items.forEach((item: Record<string, any>, index: number) => {
+            const expected = header.map((column) => {
+              let value: unknown;
+              if (column in assetFields) value = item.asset?.[assetFields[column]!];
+              else if (column.startsWith('containerWork') && item.containerWork)
+                value = item.containerWork[column[13]!.toLowerCase() + column.slice(14)];
+              else value = item[column];
+              return value === null || value === undefined ? '' : String(value);
+            });
+            expect(rows[index + 1], `${metric} ${groupBy} ${bucket} row ${index}`).toEqual(expected);
+            compared += 1;
+          });
+        }
+      }
+    }
+    // Per metric: 3 asset-hours and 2 asset-days with data, 24 fleet hours and 1 fleet day.
+    expect(compared).toBe(2 * (3 + 2 + 24 + 1));
+  });
+
   it('applies the key’s scope and the list’s filters, and refuses bad parameters before any byte', async () => {
     const acme = await download('/telemetry/usage-sessions/export.csv?from=2026-03-10&to=2026-03-10', fleet.acmeKey);
     expect(acme.rows.slice(1).map((row) => row[3])).toEqual(['SC 02', 'SC 01']);

@@ -1,12 +1,12 @@
 import type { AppDeps } from '../../app.ts';
 import { requireApiKey } from '../../http/auth.ts';
-import { exportQueryParams, exportResponses, EXPORT_MAX_ROWS, type ExportFormat } from '../../http/export.ts';
+import { exportQueryParams, exportResponses, sendExport, type ExportFormat } from '../../http/export.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import { assertAssetFilterVisible } from './assets.repository.ts';
 import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
 import { metricQuery, metricRange, wholeBuckets, type MetricParams } from './buckets.ts';
 import { paging } from './params.ts';
-import { sendMetricExport } from './row-export.ts';
+import { metricExportStatement } from './metric-export.ts';
 import {
   TelemetryContainerWorkResponse,
   TelemetryServiceRequestMetricsResponse,
@@ -14,14 +14,7 @@ import {
 } from './schemas.ts';
 import { listServiceRequestMetrics } from './service-request-metrics.repository.ts';
 import { scopeOf, type TelemetryScope } from './sql.ts';
-import {
-  containerWorkExportFigures,
-  readMetricPage,
-  toContainerWorkItem,
-  toUtilizationItem,
-  utilizationExportFigures,
-  type MetricQuery,
-} from './utilization.service.ts';
+import { readMetricPage, toContainerWorkItem, toUtilizationItem, type MetricQuery } from './utilization.service.ts';
 
 async function metricInput(deps: AppDeps, scope: TelemetryScope, query: MetricParams): Promise<MetricQuery> {
   const resolved = metricRange(query);
@@ -39,14 +32,12 @@ export function metricRoutes(deps: AppDeps): RouteSpec[] {
       id: 'Utilization',
       schema: TelemetryUtilizationResponse,
       toItem: toUtilizationItem,
-      figures: utilizationExportFigures,
     },
     {
       name: 'container-work',
       id: 'ContainerWork',
       schema: TelemetryContainerWorkResponse,
       toItem: toContainerWorkItem,
-      figures: containerWorkExportFigures,
     },
   ] as const;
 
@@ -98,17 +89,15 @@ export function metricRoutes(deps: AppDeps): RouteSpec[] {
         handler: async (ctx, { query, auth }) => {
           const scope = scopeOf(requireApiKey(auth));
           const input = await metricInput(deps, scope, query);
-          // One row past the page tells whether another page follows.
-          const page = await readMetricPage(deps.pool, scope, input, EXPORT_MAX_ROWS + 1, query.offset);
-          ctx.set('X-Telemetry-Source', page.source);
-          await sendMetricExport(ctx, deps.pool, {
+          const statement = await metricExportStatement(deps.pool, scope, metric.name, input);
+          ctx.set('X-Telemetry-Source', statement.source);
+          await sendExport(ctx, deps.pool, {
             format,
             filename: `telemetry-${metric.name}`,
             sheetName: metric.id === 'Utilization' ? 'Utilization' : 'Container work',
-            figures: metric.figures,
-            rows: page.rows,
+            columns: statement.columns,
+            query: statement.query,
             offset: query.offset,
-            truncated: page.rows.length > EXPORT_MAX_ROWS,
           });
         },
       }),
