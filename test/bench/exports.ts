@@ -137,36 +137,52 @@ async function seed(pool: Pool): Promise<Seed> {
             'OP-' || lpad((m.n % 40 + 1)::text, 3, '0'), 3000, 2400, 1200, 1200, 4, 5, 1, 300, 2400, 6, 800, 1600, 1000, 2000
        FROM ${machines} m, generate_series($2::timestamptz, $3::timestamptz - interval '50 minutes', interval '50 minutes') AS s`,
   );
-  await sql(
-    'service requests (one per machine and hour)',
-    `INSERT INTO service_requests (tenant_id, seq, display_code, title, status, priority, customer_name, asset_id, created_at, updated_at)
-     SELECT $1, k, 'SR-' || k, 'Bench request ' || k,
-            (ARRAY['new', 'triaged', 'in_progress', 'resolved', 'closed', 'cancelled'])[k % 6 + 1],
-            (ARRAY['low', 'normal', 'high', 'urgent'])[k % 4 + 1], customer_name, asset_id, at, at
-       FROM (SELECT row_number() OVER (ORDER BY h, m.n)::int AS k, m.customer_name, m.asset_id, h + (m.n % 60) * interval '1 minute' AS at
-               FROM ${machines} m, generate_series($2::timestamptz, $3::timestamptz - interval '1 hour', interval '1 hour') AS h) r`,
-  );
-  await pool.query(
-    `INSERT INTO service_request_counters (tenant_id, last_seq) SELECT $1, count(*) FROM service_requests WHERE tenant_id = $1`,
-    [t],
-  );
-  await sql(
-    `${INSPECTIONS.toLocaleString('en')} inspections with a report each`,
-    `WITH i AS (
-       INSERT INTO inspections (tenant_id, asset_id, template_id, template_version, status, started_at, completed_at,
-                                inspector_name, operator_identifier, external_ref, created_at, updated_at)
-       SELECT $1, m.asset_id, $4::uuid, 1, 'completed', at - interval '20 minutes', at, 'Inspector ' || (k % 50),
-              'OP-' || lpad((k % 40 + 1)::text, 3, '0'), 'INS-' || k, at, at
-         FROM generate_series(1, $5::int) AS k
-         CROSS JOIN LATERAL (SELECT $2::timestamptz + (k::float8 / $5::int) * ($3::timestamptz - $2::timestamptz) AS at) s
-         JOIN ${machines} m ON m.n = k % $6::int
-       RETURNING id, asset_id, template_id, completed_at, external_ref)
-     INSERT INTO reports (tenant_id, inspection_id, asset_id, template_id, impact, outcome, summary, external_ref, created_at, updated_at)
-     SELECT $1, i.id, i.asset_id, i.template_id, 'none', 'completed', 'All checks passed', 'REP-' || i.external_ref,
-            i.completed_at + interval '5 minutes', i.completed_at + interval '5 minutes'
-       FROM i`,
-    [t, from, to, template.id, INSPECTIONS, MACHINES],
-  );
+  // Reporting rollups are kept by row triggers, which are slow for a bulk load (every row
+  // updates the same few rollup rows): load without them, then rebuild the rollups once.
+  const client = await pool.connect();
+  const inTransaction = (label: string, text: string, params: unknown[] = [t, from, to]) =>
+    timed(label, () => client.query(text, params));
+  try {
+    await client.query('BEGIN');
+    await client.query('SET LOCAL session_replication_role = replica');
+    await inTransaction(
+      'service requests (one per machine and hour)',
+      `INSERT INTO service_requests (tenant_id, seq, display_code, title, status, priority, customer_name, asset_id, created_at, updated_at)
+       SELECT $1, k, 'SR-' || k, 'Bench request ' || k,
+              (ARRAY['new', 'triaged', 'in_progress', 'resolved', 'closed', 'cancelled'])[k % 6 + 1],
+              (ARRAY['low', 'normal', 'high', 'urgent'])[k % 4 + 1], customer_name, asset_id, at, at
+         FROM (SELECT row_number() OVER (ORDER BY h, m.n)::int AS k, m.customer_name, m.asset_id, h + (m.n % 60) * interval '1 minute' AS at
+                 FROM ${machines} m, generate_series($2::timestamptz, $3::timestamptz - interval '1 hour', interval '1 hour') AS h) r`,
+    );
+    await client.query(
+      `INSERT INTO service_request_counters (tenant_id, last_seq) SELECT $1, count(*) FROM service_requests WHERE tenant_id = $1`,
+      [t],
+    );
+    await inTransaction(
+      `${INSPECTIONS.toLocaleString('en')} inspections with a report each`,
+      `WITH i AS (
+         INSERT INTO inspections (tenant_id, asset_id, template_id, template_version, status, started_at, completed_at,
+                                  inspector_name, operator_identifier, external_ref, created_at, updated_at, customer_name)
+         SELECT $1, m.asset_id, $4::uuid, 1, 'completed', at - interval '20 minutes', at, 'Inspector ' || (k % 50),
+                'OP-' || lpad((k % 40 + 1)::text, 3, '0'), 'INS-' || k, at, at, m.customer_name
+           FROM generate_series(1, $5::int) AS k
+           CROSS JOIN LATERAL (SELECT $2::timestamptz + (k::float8 / $5::int) * ($3::timestamptz - $2::timestamptz) AS at) s
+           JOIN ${machines} m ON m.n = k % $6::int
+         RETURNING id, asset_id, template_id, completed_at, external_ref, customer_name)
+       INSERT INTO reports (tenant_id, inspection_id, asset_id, template_id, impact, outcome, summary, external_ref, created_at, updated_at, customer_name)
+       SELECT $1, i.id, i.asset_id, i.template_id, 'none', 'completed', 'All checks passed', 'REP-' || i.external_ref,
+              i.completed_at + interval '5 minutes', i.completed_at + interval '5 minutes', i.customer_name
+         FROM i`,
+      [t, from, to, template.id, INSPECTIONS, MACHINES],
+    );
+    await inTransaction('reporting rollups (reporting_rebuild)', 'SELECT reporting_rebuild($1)', [t]);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  } finally {
+    client.release();
+  }
   const machine0 = (
     await pool.query<{ id: string }>(`SELECT id FROM assets WHERE tenant_id = $1 ORDER BY identifier LIMIT 1`, [t])
   ).rows[0]!.id;
