@@ -302,7 +302,9 @@ describe('Idempotency-Key', () => {
       'k'.repeat(256),
     );
     expect(tooLong.status).toBe(400);
-    expect(tooLong.body).toMatchObject({ code: 'invalid_idempotency_key' });
+    // Declared headers are validated at the edge like query parameters, naming the header.
+    expect(tooLong.body).toMatchObject({ code: 'invalid_header' });
+    expect(tooLong.body.error).toMatch(/Idempotency-Key/);
     expect(await countByTitle('x')).toBe(0);
   });
 });
