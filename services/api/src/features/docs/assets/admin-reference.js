@@ -12,7 +12,7 @@ window.addEventListener('load', () => {
 
   function show(token) {
     status.textContent = 'Loading…';
-    fetch(specUrl, { headers: { Authorization: 'Bearer ' + token } }).then(
+    fetch(specUrl, { headers: { Authorization: `Bearer ${token}` } }).then(
       (response) => {
         if (response.status === 401) {
           status.textContent = 'That token was refused (401): use the admin token of this deployment.';
@@ -20,7 +20,7 @@ window.addEventListener('load', () => {
           return;
         }
         if (!response.ok) {
-          status.textContent = 'The document could not be loaded (HTTP ' + response.status + ').';
+          status.textContent = `The document could not be loaded (HTTP ${response.status}).`;
           return;
         }
         return response.json().then((spec) => {
@@ -37,7 +37,7 @@ window.addEventListener('load', () => {
             filter: true,
             validatorUrl: null,
             requestInterceptor: (request) => {
-              request.headers.Authorization = 'Bearer ' + token;
+              request.headers.Authorization = `Bearer ${token}`;
               return request;
             },
             presets: [SwaggerUIBundle.presets.apis],
