@@ -184,7 +184,9 @@ async function plainCopyRate(pool: Pool, messages: ParsedMessage[]): Promise<num
 }
 
 async function truncate(pool: Pool): Promise<void> {
-  await pool.query('TRUNCATE telemetry_readings, device_message_batches, device_message_rows, device_state, derivation_queue');
+  await pool.query(
+    'TRUNCATE telemetry_readings, device_message_batches, device_message_rows, device_state, derivation_queue',
+  );
 }
 
 async function main(): Promise<void> {

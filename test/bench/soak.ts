@@ -305,8 +305,12 @@ async function main(): Promise<void> {
       log(
         `maximum ingest rate ${fmt(calibration.rate)} msg/s (box ${fmt(calibrationBusy)}% busy) → soak at ${fmt(rate)} msg/s`,
       );
-      await pool.query('TRUNCATE telemetry_readings, device_message_batches, device_message_rows, device_state, derivation_queue');
-      await pool.query('ANALYZE telemetry_readings, device_message_batches, device_message_rows, device_state, derivation_queue');
+      await pool.query(
+        'TRUNCATE telemetry_readings, device_message_batches, device_message_rows, device_state, derivation_queue',
+      );
+      await pool.query(
+        'ANALYZE telemetry_readings, device_message_batches, device_message_rows, device_state, derivation_queue',
+      );
     }
     signal.throwIfAborted();
     log('starting worker…');
