@@ -191,7 +191,7 @@ async function seed(pool: Pool): Promise<Seed> {
 
 async function refreshAllGold(pool: Pool): Promise<void> {
   for (let step = 0; step < 1000; step += 1) {
-    const result = await refreshGold({ pool, logger: silentLogger(), storageMode: 'postgres' }, { settleMs: 0 });
+    const result = await refreshGold({ pool, logger: silentLogger(), storageMode: 'postgres' });
     if (result.failed.length > 0) throw new Error(`gold refresh failed for ${result.failed.join(', ')}`);
     if (!result.more && result.applied === 0) return;
   }

@@ -366,10 +366,7 @@ async function deriveAndRefresh(): Promise<void> {
   }
   // Settle every closed hour so raw-traffic counts are materialized too.
   for (let guard = 0; guard < 100; guard++) {
-    const result = await refreshGold(
-      { pool: db.pool, logger, storageMode: db.mode },
-      { now: () => now + 3 * HOUR, settleMs: 0 },
-    );
+    const result = await refreshGold({ pool: db.pool, logger, storageMode: db.mode }, { now: () => now + 3 * HOUR });
     if (result.failed.length > 0) throw new Error(`gold refresh failed: ${result.failed.join(', ')}`);
     if (!result.more) break;
   }

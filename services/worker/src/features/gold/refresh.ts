@@ -14,22 +14,19 @@ import { goldMetrics } from './metrics.ts';
 /**
  * How each gold relation is kept fresh. Relations over derived data (utilization,
  * positions) follow the invalidation log the derivation worker writes with every
- * change, bucket by bucket, current bucket included. `closedHours` plans would
- * materialize only settled hours (plus logged invalidations of closed ones); the
- * traffic counts that used it are kept by ingest now (message_counts_hourly and
- * reading_counts_hourly, services/ingest/src/storage/counters.ts).
+ * change, bucket by bucket, current bucket included. (The traffic counts are not gold:
+ * ingest keeps them, services/ingest/src/storage/counters.ts.)
  */
 interface RefreshPlan {
   base: string;
   rollups: string[];
-  closedHours: boolean;
   /** The plan keeps the fleet rollup (db/migrations/0100_utilization_fleet.sql) with its relations. */
   fleet?: boolean;
 }
 
 export const refreshPlans: RefreshPlan[] = [
-  { base: 'utilization_hourly', rollups: ['utilization_daily'], closedHours: false, fleet: true },
-  { base: 'positions_1min', rollups: ['positions_15min'], closedHours: false },
+  { base: 'utilization_hourly', rollups: ['utilization_daily'], fleet: true },
+  { base: 'positions_1min', rollups: ['positions_15min'] },
 ];
 
 export interface GoldDeps {
@@ -41,8 +38,6 @@ export interface GoldDeps {
 export interface GoldRefreshOptions {
   /** Invalidation rows applied per relation and step. */
   batch?: number;
-  /** An hour counts as closed this long after its end (late commits of ingest batches). */
-  settleMs?: number;
   now?: () => number;
   /** Only these base relations (the present refresher runs utilization alone). */
   only?: string[];
@@ -164,7 +159,6 @@ async function recordFailure(db: Queryable, relation: string, error: unknown): P
 /** Applies one step of every relation's refresh; failures are recorded per relation and logged. */
 export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = {}): Promise<GoldRefreshResult> {
   const batch = options.batch ?? 20_000;
-  const settleMs = options.settleMs ?? 120_000;
   const now = (options.now ?? Date.now)();
   const result: GoldRefreshResult = { applied: 0, more: false, failed: [], busy: [] };
   for (const plan of refreshPlans) {
@@ -173,8 +167,8 @@ export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = 
     try {
       const step =
         deps.storageMode === 'timescaledb'
-          ? await refreshTimescalePlan(deps.pool, plan, { batch, settleMs, now })
-          : await refreshPostgresPlan(deps.pool, plan, { batch, settleMs, now });
+          ? await refreshTimescalePlan(deps.pool, plan, { batch, now })
+          : await refreshPostgresPlan(deps.pool, plan, { batch, now });
       if (step === null) {
         result.busy.push(plan.base);
         continue;
@@ -204,11 +198,8 @@ interface Step {
 
 interface StepOptions {
   batch: number;
-  settleMs: number;
   now: number;
 }
-
-const settledHour = (now: number, settleMs: number) => floorTo(now - settleMs, 3_600_000);
 
 // PostgreSQL mode ------------------------------------------------------------------------
 
@@ -225,19 +216,15 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
 
     if (coverage.status === 'rebuild' || coverage.status === 'pending') {
       await client.query(`/* worker:goldRebuild */ DELETE FROM gold_invalidations WHERE relation = $1`, [plan.base]);
-      const bound = plan.closedHours ? settledHour(options.now, options.settleMs) : null;
       for (const relation of relations) {
-        const meta = goldRelation(relation);
         await client.query(`/* worker:goldRebuild */ DELETE FROM ${relation}`);
-        const filter = bound === null ? 'TRUE' : `${meta.timeColumn} < $1`;
         const first = await client.query<{ first: Date | null }>(
-          `/* worker:goldRebuild */ WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING bucket)
+          `/* worker:goldRebuild */ WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, 'TRUE')} RETURNING bucket)
            SELECT min(bucket) AS first FROM ins`,
-          bound === null ? [] : [iso(bound)],
         );
         await writeCoverage(client, relation, {
           coverageFrom: first.rows[0]?.first?.getTime() ?? null,
-          coverageTo: bound ?? ceilTo(options.now + 1, widthOf(relation)),
+          coverageTo: ceilTo(options.now + 1, widthOf(relation)),
           durationMs: performance.now() - started,
         });
         // A rebuilt table's statistics describe the empty one: queries would plan for no rows.
@@ -258,7 +245,7 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
       [plan.base, options.batch],
     );
     const baseWidth = widthOf(plan.base);
-    let windows = mergeWindows(
+    const windows = mergeWindows(
       log.rows.map((row) => ({
         subject: row.subject_id,
         from: row.bucket_start.getTime(),
@@ -267,15 +254,8 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
       baseWidth,
       true,
     );
-    let coverageTo = ceilTo(options.now + 1, baseWidth);
+    const coverageTo = ceilTo(options.now + 1, baseWidth);
     let firstBucket: number | null = null;
-    if (plan.closedHours) {
-      // Open hours are counted when they close; only closed ones are refreshed per subject.
-      const closedTo = coverage.coverageTo ?? settledHour(options.now, options.settleMs);
-      windows = windows.map((w) => ({ ...w, to: Math.min(w.to, closedTo) })).filter((w) => w.to > w.from);
-      coverageTo = Math.max(closedTo, settledHour(options.now, options.settleMs));
-      if (coverageTo > closedTo) firstBucket = await refreshAllSubjects(client, plan.base, closedTo, coverageTo);
-    }
     if (windows.length > 0) {
       firstBucket = minOf(firstBucket, await refreshSubjects(client, plan.base, windows));
       for (const rollup of plan.rollups) {
@@ -389,27 +369,6 @@ async function recomputeFleet(client: Queryable, windows: Window[]): Promise<voi
   );
 }
 
-/** DELETE + INSERT of every subject's buckets in [from, to). */
-async function refreshAllSubjects(
-  client: PoolClient,
-  relation: string,
-  from: number,
-  to: number,
-): Promise<number | null> {
-  const meta = goldRelation(relation);
-  await client.query(`/* worker:goldDeleteHours */ DELETE FROM ${relation} WHERE bucket >= $1 AND bucket < $2`, [
-    iso(from),
-    iso(to),
-  ]);
-  const { rows } = await client.query<{ first: Date | null }>(
-    `/* worker:goldInsertHours */
-     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, `${meta.timeColumn} >= $1 AND ${meta.timeColumn} < $2`)} RETURNING bucket)
-     SELECT min(bucket) AS first FROM ins`,
-    [iso(from), iso(to)],
-  );
-  return rows[0]?.first?.getTime() ?? null;
-}
-
 // TimescaleDB mode -----------------------------------------------------------------------
 
 /**
@@ -435,9 +394,8 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         `SELECT max(id) AS id FROM gold_invalidations WHERE relation = $1`,
         [plan.base],
       );
-      const bound = plan.closedHours ? settledHour(options.now, options.settleMs) : null;
       for (const relation of relations) {
-        await callRefresh(client, relation, null, bound);
+        await callRefresh(client, relation, null, null);
       }
       await client.query(`DELETE FROM gold_invalidations WHERE relation = $1 AND id <= $2`, [
         plan.base,
@@ -448,8 +406,7 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         const first = await client.query<{ first: Date | null }>(`SELECT min(bucket) AS first FROM ${relation}`);
         await writeCoverage(client, relation, {
           coverageFrom: first.rows[0]?.first?.getTime() ?? null,
-          coverageTo:
-            bound ?? Math.max((await watermark(client, relation)) ?? 0, ceilTo(options.now + 1, widthOf(relation))),
+          coverageTo: Math.max((await watermark(client, relation)) ?? 0, ceilTo(options.now + 1, widthOf(relation))),
           durationMs: performance.now() - started,
         });
       }
@@ -462,20 +419,11 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
       [plan.base, options.batch],
     );
     const baseWidth = widthOf(plan.base);
-    let windows = mergeWindows(
+    const windows = mergeWindows(
       log.rows.map((row) => ({ subject: '', from: row.bucket_start.getTime(), to: row.bucket_end.getTime() })),
       baseWidth,
       false,
     );
-    let closedTo: number | null = null;
-    if (plan.closedHours) {
-      // The recorded bound, not the watermark: an hour with no traffic does not move the watermark.
-      const recordedTo = coverage.coverageTo ?? settledHour(options.now, options.settleMs);
-      windows = windows.map((w) => ({ ...w, to: Math.min(w.to, recordedTo) })).filter((w) => w.to > w.from);
-      closedTo = Math.max(recordedTo, settledHour(options.now, options.settleMs));
-      if (closedTo > recordedTo)
-        windows = mergeWindows([...windows, { subject: '', from: recordedTo, to: closedTo }], baseWidth, false);
-    }
     for (const window of windows) await callRefresh(client, plan.base, window.from, window.to);
     for (const rollup of plan.rollups) {
       for (const window of mergeWindows(windows, widthOf(rollup), false))
@@ -500,7 +448,7 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
       const materialized = await watermark(client, relation);
       await writeCoverage(client, relation, {
         coverageFrom: first === null ? null : floorTo(first, widthOf(relation)),
-        coverageTo: closedTo ?? Math.max(materialized ?? 0, ceilTo(options.now + 1, widthOf(relation))),
+        coverageTo: Math.max(materialized ?? 0, ceilTo(options.now + 1, widthOf(relation))),
         durationMs,
         lowerFrom: true,
       });
