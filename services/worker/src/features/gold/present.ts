@@ -3,7 +3,7 @@ import type { WorkerLoop } from '../../loop.ts';
 import { refreshGold, type GoldDeps } from './refresh.ts';
 
 /** Relations over derived data that the API reads the present from. */
-const PRESENT_RELATIONS = ['utilization_hourly'];
+export const PRESENT_RELATIONS = ['utilization_hourly'];
 
 export interface PresentRefresher {
   /** Says a derivation committed: its gold buckets are refreshed as soon as possible. */
@@ -27,7 +27,7 @@ export interface PresentRefresherOptions {
  * derivation loop notifies after each commit, and this loop applies the invalidation
  * log at once — every notification that arrives during a refresh is served by the next
  * one, so refreshes follow derivation without queueing up. The five-second gold loop
- * still refreshes the other relations.
+ * refreshes the other relations (goldRefreshLoop).
  */
 export function presentRefresher(deps: GoldDeps, options: PresentRefresherOptions = {}): PresentRefresher {
   const idleMs = options.idleMs ?? 1_000;
