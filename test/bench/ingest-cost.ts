@@ -11,7 +11,8 @@
  * a savepoint) and prints the plan's time, buffers and WAL per statement.
  *
  * Env: GANTRY_BENCH_DATABASE_URL (default the test server), COST_BATCHES (25),
- * COST_WARMUP_BATCHES (25), COST_DEVICES (300), COST_BATCH_MESSAGES (2000).
+ * COST_WARMUP_BATCHES (25), COST_DEVICES (300), COST_BATCH_MESSAGES (2000), COST_METHOD (copy, the
+ * default write method; or unnest).
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -25,7 +26,7 @@ const BATCHES = Number(process.env.COST_BATCHES ?? 25);
 const WARMUP = Number(process.env.COST_WARMUP_BATCHES ?? 25);
 const DEVICES = Number(process.env.COST_DEVICES ?? 300);
 const BATCH = Number(process.env.COST_BATCH_MESSAGES ?? 2000);
-const METHOD = (process.env.COST_METHOD ?? 'unnest') as 'unnest' | 'copy';
+const METHOD = (process.env.COST_METHOD ?? 'copy') as 'unnest' | 'copy';
 const serverUrl =
   process.env.GANTRY_BENCH_DATABASE_URL ??
   process.env.GANTRY_TEST_DATABASE_URL ??

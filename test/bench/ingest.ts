@@ -70,6 +70,11 @@ function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
+/** A child that has not exited this long after SIGTERM is killed. */
+const CHILD_STOP_MS = 30_000;
+/** The cleanup never takes longer than this: the process exits anyway (the database is private). */
+const CLEANUP_MS = 90_000;
+
 interface Child {
   process: ChildProcess;
   lines: string[];
@@ -104,10 +109,16 @@ function startChild(script: string, env: Record<string, string>, nodeOptions: st
         await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), sleep(200)]);
       }
     },
+    // A child killed by a signal has exitCode null (signalCode set): checking exitCode
+    // alone made the second stop of the cleanup wait for an exit that had already happened.
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const killer = setTimeout(() => child.kill('SIGKILL'), CHILD_STOP_MS);
+        child.once('exit', () => {
+          clearTimeout(killer);
+          resolve();
+        });
         child.kill('SIGTERM');
       }),
   };
@@ -372,6 +383,11 @@ async function main(): Promise<void> {
     ];
     console.log(lines.join('\n'));
   } finally {
+    const watchdog = setTimeout(() => {
+      console.error(`cleanup did not finish within ${CLEANUP_MS / 1000} s; exiting (database ${database} may be left)`);
+      process.exit(1);
+    }, CLEANUP_MS);
+    watchdog.unref();
     for (const child of children) await child.stop();
     await broker?.stop();
     await pool?.end();
