@@ -61,6 +61,9 @@ describe('admin API', () => {
     const type = await created(
       await api.admin(`${base}/asset-types`, { method: 'POST', json: { name: 'Reach stacker' } }),
     );
+    // One model per resource: each admin answer is what the external API shows of it.
+    const external = async (path: string) => json(await api.external(path, tenantKey.key));
+    expect((await external('/reporting/asset-types')).items).toEqual([type]);
     const byName = await created(
       await api.admin(`${base}/assets`, {
         method: 'POST',
@@ -87,6 +90,7 @@ describe('admin API', () => {
       }),
     );
     expect(byId.assetType).toBe('Reach stacker');
+    expect(await external(`/reporting/assets/${byName.id}`)).toEqual(byName);
     // `status` is the external API's name of the operational status.
     const outOfService = await created(
       await api.admin(`${base}/assets`, {
@@ -100,6 +104,7 @@ describe('admin API', () => {
       await api.admin(`${base}/templates`, { method: 'POST', json: { name: 'Pre-shift', assetTypeIds: [type.id] } }),
     );
     expect(template).toMatchObject({ latestVersion: 1, assetTypeIds: [type.id], status: 'active' });
+    expect((await external('/reporting/templates')).items).toEqual([template]);
 
     const inspection = await created(
       await api.admin(`${base}/inspections`, {
@@ -107,7 +112,14 @@ describe('admin API', () => {
         json: { assetId: byName.id, templateId: template.id, completedAt: '2026-10-01T08:00:00Z' },
       }),
     );
-    expect(inspection).toMatchObject({ status: 'completed', completedAt: '2026-10-01T08:00:00.000Z' });
+    expect(inspection).toMatchObject({
+      status: 'completed',
+      completedAt: '2026-10-01T08:00:00.000Z',
+      asset: { id: byName.id, name: 'RS 1', assetType: 'Reach stacker' },
+      template: { id: template.id, name: 'Pre-shift', version: null },
+      report: { id: null, count: 0 },
+    });
+    expect(await external(`/reporting/inspections/${inspection.id}`)).toEqual(inspection);
     const report = await created(
       await api.admin(`${base}/reports`, {
         method: 'POST',
@@ -116,10 +128,13 @@ describe('admin API', () => {
     );
     expect(report).toMatchObject({
       inspectionId: inspection.id,
-      assetId: byName.id,
+      asset: { id: byName.id },
+      template: { id: template.id },
       impact: 'out_of_service',
       outcome: 'rejected',
+      rejectionReason: 'Leak',
     });
+    expect(await external(`/reporting/reports/${report.id}`)).toEqual(report);
 
     // The asset's derived reporting fields follow its inspections and reports.
     const asset = await db.pool.query(
@@ -170,11 +185,14 @@ describe('admin API', () => {
       }),
     );
     expect(geofence).toMatchObject({ name: 'Quay', type: 'forbidden', enabled: true, geometry: square });
+    expect((await external('/telemetry/geofences')).items).toEqual([geofence]);
     const renamed = await api.admin(`${base}/geofences/${geofence.id}`, {
       method: 'PATCH',
       json: { name: 'Quay 2', enabled: false },
     });
-    expect(await json(renamed)).toMatchObject({ name: 'Quay 2', enabled: false, type: 'forbidden' });
+    const renamedBody = await json(renamed);
+    expect(renamedBody).toMatchObject({ name: 'Quay 2', enabled: false, type: 'forbidden' });
+    expect((await external('/telemetry/geofences')).items).toEqual([renamedBody]);
     const deleted = await api.admin(`${base}/geofences/${geofence.id}`, { method: 'DELETE' });
     expect(await json(deleted)).toEqual({ id: geofence.id, deleted: true });
     expect((await api.admin(`${base}/geofences/${geofence.id}`, { method: 'DELETE' })).status).toBe(404);

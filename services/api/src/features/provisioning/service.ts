@@ -3,7 +3,15 @@ import { withTransaction, type Outbox, type Pool, type Queryable } from '@gantry
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import { generateApiKey } from '../../http/auth.ts';
 import { iso } from '../../http/common-schemas.ts';
-import { toReportingAsset } from '../reporting/repository.ts';
+import {
+  findAsset,
+  findInspection,
+  findReport,
+  toReportingAssetType,
+  toReportingTemplate,
+  type ReportingScope,
+} from '../reporting/repository.ts';
+import { toTelemetryGeofence } from '../telemetry/geofences.repository.ts';
 import type {
   ApiKeyCreate,
   AssetCreate,
@@ -21,8 +29,9 @@ import type {
 
 /**
  * The back office: creates what the external API reads. Used by the admin API and the
- * `gantry` CLI alike. Every function takes plain objects and returns the created object
- * with the external API's field names.
+ * `gantry` CLI alike. Every function takes plain objects and returns the created object;
+ * a resource the external API also shows is read back through the external API's own
+ * query and row mapper, so both APIs answer it alike.
  */
 export interface ProvisioningDeps {
   pool: Pool;
@@ -122,18 +131,12 @@ export async function disableApiKey(deps: ProvisioningDeps, tenantId: string, ke
   return toApiKey(rows[0] as Row);
 }
 
-// Reporting master data ----------------------------------------------------------------
-
-export function toAssetType(row: Row) {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    description: row.description as string,
-    fields: row.fields as Record<string, unknown>,
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-  };
+/** The admin API sees a whole tenant, as a tenant-wide key does. */
+function tenantScope(tenantId: string): ReportingScope {
+  return { tenantId, customerName: null };
 }
+
+// Reporting master data ----------------------------------------------------------------
 
 export async function createAssetType(deps: ProvisioningDeps, tenantId: string, input: AssetTypeCreate) {
   await assertTenant(deps.pool, tenantId);
@@ -141,20 +144,15 @@ export async function createAssetType(deps: ProvisioningDeps, tenantId: string, 
     const { rows } = await deps.pool.query(
       `/* admin:createAssetType */
        INSERT INTO asset_types (tenant_id, name, description, fields) VALUES ($1, $2, $3, $4)
-       RETURNING id, name, description, fields, created_at, updated_at`,
+       RETURNING id, name, description, fields, created_at, updated_at, 0 AS asset_count`,
       [tenantId, input.name, input.description ?? '', JSON.stringify(input.fields ?? {})],
     );
-    return { ...toAssetType(rows[0] as Row), assetCount: 0 };
+    return toReportingAssetType(rows[0] as Row);
   } catch (error) {
     if (uniqueViolation(error)) throw new ConflictError(`asset type "${input.name}" already exists`, 'duplicate');
     throw error;
   }
 }
-
-const assetColumns = `a.id, a.name, a.identifier, a.display_code, a.location, a.customer_name, a.customer_email,
-  a.customer_phone, a.lifecycle_status, a.operational_status, a.external_ref, a.inspection_count, a.report_count,
-  a.latest_inspection_at, a.latest_report_at, a.latest_impact, a.latest_outcome, a.created_at, a.updated_at,
-  coalesce(t.name, '') AS asset_type_name, a.asset_type_id`;
 
 async function resolveAssetTypeId(db: Queryable, tenantId: string, input: AssetCreate): Promise<string | null> {
   if (input.assetTypeId) {
@@ -218,30 +216,14 @@ export async function createAsset(deps: ProvisioningDeps, tenantId: string, inpu
         throw new ConflictError(`an asset with identifier "${input.identifier}" already exists`, 'duplicate');
       throw error;
     }
-    return readAsset(client, tenantId, id);
+    return readBack(await findAsset(client, tenantScope(tenantId), id), 'asset', id);
   });
 }
 
-export async function readAsset(db: Queryable, tenantId: string, id: string) {
-  const { rows } = await db.query(
-    `SELECT ${assetColumns} FROM assets a LEFT JOIN asset_types t ON t.id = a.asset_type_id WHERE a.tenant_id = $1 AND a.id = $2`,
-    [tenantId, id],
-  );
-  if (!rows[0]) throw new NotFoundError(`asset ${id} not found`);
-  return toReportingAsset(rows[0] as Row);
-}
-
-export function toTemplate(row: Row) {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    description: row.description as string,
-    status: row.status as string,
-    latestVersion: row.latest_version as number,
-    assetTypeIds: row.asset_type_ids as string[],
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-  };
+/** The object just written, as the external API reads it. */
+function readBack<T>(found: T | null, kind: string, id: string): T {
+  if (found === null) throw new Error(`${kind} ${id} written but not found`);
+  return found;
 }
 
 export async function createTemplate(deps: ProvisioningDeps, tenantId: string, input: TemplateCreate) {
@@ -266,7 +248,7 @@ export async function createTemplate(deps: ProvisioningDeps, tenantId: string, i
      RETURNING id, name, description, status, latest_version, asset_type_ids, created_at, updated_at`,
     [tenantId, input.name, input.description ?? '', input.status ?? null, input.latestVersion ?? null, typeIds],
   );
-  return toTemplate(rows[0] as Row);
+  return toReportingTemplate(rows[0] as Row);
 }
 
 // Inspections and reports ----------------------------------------------------------------
@@ -279,22 +261,6 @@ async function assetForWrite(db: Queryable, tenantId: string, assetId: string) {
   if (!rows[0])
     throw new ValidationError(`invalid body field assetId: no asset ${assetId} in this tenant`, 'invalid_body');
   return rows[0];
-}
-
-export function toInspection(row: Row) {
-  return {
-    id: row.id as string,
-    assetId: row.asset_id as string,
-    templateId: (row.template_id as string | null) ?? null,
-    status: row.status as string,
-    startedAt: iso(row.started_at as Date | null),
-    completedAt: iso(row.completed_at as Date | null),
-    inspectorName: row.inspector_name as string,
-    operatorIdentifier: row.operator_identifier as string,
-    externalRef: row.external_ref as string,
-    media: row.media as Record<string, unknown>,
-    createdAt: iso(row.created_at as Date),
-  };
 }
 
 /** Creates an inspection; a completed one raises inspection.completed. */
@@ -320,7 +286,7 @@ export async function createInspection(deps: ProvisioningDeps, tenantId: string,
        INSERT INTO inspections (tenant_id, asset_id, template_id, template_version, status, started_at, completed_at,
          inspector_name, operator_identifier, external_ref, notes, media, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($7, $6, now()))
-       RETURNING *`,
+       RETURNING id, template_id, started_at, completed_at`,
       [
         tenantId,
         asset.id,
@@ -336,45 +302,30 @@ export async function createInspection(deps: ProvisioningDeps, tenantId: string,
         JSON.stringify(input.media ?? {}),
       ],
     );
-    const inspection = toInspection(rows[0] as Row);
+    const row = rows[0] as Row;
+    const id = row.id as string;
     if (status === 'completed') {
       await deps.outbox.enqueue(client, {
         tenantId,
         event: 'inspection.completed',
         entityType: 'inspection',
-        entityId: inspection.id,
+        entityId: id,
         customerName: asset.customer_name || null,
         data: {
-          id: inspection.id,
+          id,
           assetId: asset.id,
           assetName: asset.name,
           assetIdentifier: asset.identifier,
           customerName: asset.customer_name,
-          templateId: inspection.templateId,
-          status: inspection.status,
-          startedAt: inspection.startedAt,
-          completedAt: inspection.completedAt,
+          templateId: (row.template_id as string | null) ?? null,
+          status,
+          startedAt: iso(row.started_at as Date | null),
+          completedAt: iso(row.completed_at as Date | null),
         },
       });
     }
-    return inspection;
+    return readBack(await findInspection(client, tenantScope(tenantId), id), 'inspection', id);
   });
-}
-
-export function toReport(row: Row) {
-  return {
-    id: row.id as string,
-    inspectionId: row.inspection_id as string,
-    assetId: row.asset_id as string,
-    templateId: (row.template_id as string | null) ?? null,
-    status: row.status as string,
-    impact: row.impact as string,
-    outcome: row.outcome as string,
-    rejectionReason: row.rejection_reason as string,
-    summary: row.summary as string,
-    media: row.media as Record<string, unknown>,
-    createdAt: iso(row.created_at as Date),
-  };
 }
 
 /** Creates the report of an inspection; raises report.created. */
@@ -405,7 +356,7 @@ export async function createReport(deps: ProvisioningDeps, tenantId: string, inp
        INSERT INTO reports (tenant_id, inspection_id, asset_id, template_id, status, impact, outcome, rejection_reason,
          summary, external_ref, media, created_at)
        VALUES ($1, $2, $3, $4, coalesce($5, 'final'), coalesce($6, 'none'), $7, $8, $9, $10, $11, coalesce($12, now()))
-       RETURNING *`,
+       RETURNING id, impact, outcome, rejection_reason, created_at`,
       [
         tenantId,
         inspection.id,
@@ -421,26 +372,27 @@ export async function createReport(deps: ProvisioningDeps, tenantId: string, inp
         input.createdAt ?? null,
       ],
     );
-    const report = toReport(rows[0] as Row);
+    const row = rows[0] as Row;
+    const id = row.id as string;
     await deps.outbox.enqueue(client, {
       tenantId,
       event: 'report.created',
       entityType: 'report',
-      entityId: report.id,
+      entityId: id,
       customerName: inspection.customer_name || null,
       data: {
-        id: report.id,
-        inspectionId: report.inspectionId,
-        assetId: report.assetId,
+        id,
+        inspectionId: inspection.id,
+        assetId: inspection.asset_id,
         assetName: inspection.asset_name,
         customerName: inspection.customer_name,
-        impact: report.impact,
-        outcome: report.outcome,
-        rejectionReason: report.rejectionReason,
-        createdAt: report.createdAt,
+        impact: row.impact as string,
+        outcome: row.outcome as string,
+        rejectionReason: row.rejection_reason as string,
+        createdAt: iso(row.created_at as Date),
       },
     });
-    return report;
+    return readBack(await findReport(client, tenantScope(tenantId), id), 'report', id);
   });
 }
 
@@ -518,26 +470,18 @@ export async function createOperator(deps: ProvisioningDeps, tenantId: string, i
   }
 }
 
-export function toGeofence(row: Row) {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    type: row.type as 'allowed' | 'forbidden',
-    enabled: row.enabled as boolean,
-    geometry: row.geometry as { type: string; coordinates: unknown[] },
-    activeAlertCount: (row.active_alert_count as number | undefined) ?? 0,
-    assetCount: (row.asset_count as number | undefined) ?? 0,
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-  };
-}
+// The counts of a geofence as a tenant-wide key sees them in the external API.
+const geofenceCounts = `(SELECT count(*) FROM geofence_alerts ga JOIN assets a ON a.id = ga.asset_id
+     WHERE ga.geofence_id = geofences.id AND ga.is_active) AS active_alert_count,
+  (SELECT count(*) FROM geofence_memberships m JOIN assets a ON a.id = m.asset_id
+     WHERE m.geofence_id = geofences.id AND m.inside) AS asset_count`;
 
 export async function createGeofence(deps: ProvisioningDeps, tenantId: string, input: GeofenceCreate) {
   await assertTenant(deps.pool, tenantId);
   const { rows } = await deps.pool.query(
     `/* admin:createGeofence */
      INSERT INTO geofences (tenant_id, name, type, enabled, geometry, bbox)
-     VALUES ($1, $2, $3, coalesce($4, true), $5, $6) RETURNING *`,
+     VALUES ($1, $2, $3, coalesce($4, true), $5, $6) RETURNING *, ${geofenceCounts}`,
     [
       tenantId,
       input.name,
@@ -547,7 +491,7 @@ export async function createGeofence(deps: ProvisioningDeps, tenantId: string, i
       geometryBbox(input.geometry),
     ],
   );
-  return toGeofence(rows[0] as Row);
+  return toTelemetryGeofence(rows[0] as Row);
 }
 
 export async function updateGeofence(deps: ProvisioningDeps, tenantId: string, id: string, input: GeofenceUpdate) {
@@ -560,7 +504,7 @@ export async function updateGeofence(deps: ProvisioningDeps, tenantId: string, i
        geometry = coalesce($6, geometry),
        bbox = coalesce($7, bbox),
        updated_at = now()
-     WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+     WHERE tenant_id = $1 AND id = $2 RETURNING *, ${geofenceCounts}`,
     [
       tenantId,
       id,
@@ -572,7 +516,7 @@ export async function updateGeofence(deps: ProvisioningDeps, tenantId: string, i
     ],
   );
   if (!rows[0]) throw new NotFoundError(`geofence ${id} not found`);
-  return toGeofence(rows[0] as Row);
+  return toTelemetryGeofence(rows[0] as Row);
 }
 
 export async function deleteGeofence(deps: ProvisioningDeps, tenantId: string, id: string) {

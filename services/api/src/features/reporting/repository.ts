@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import { splitRange, type PeriodSpan, type SplitRange, type Window } from './periods.ts';
-import type { ReportingAsset, ReportingInspection, ReportingRecentReport, ReportingReport } from './schemas.ts';
+import type {
+  ReportingAsset,
+  ReportingAssetType,
+  ReportingInspection,
+  ReportingRecentReport,
+  ReportingReport,
+  ReportingTemplate,
+} from './schemas.ts';
 
 // Reporting reads. Every query is scoped by tenant and, when `customerName` is set, by
 // exact customer name; callers never pass a wider scope than the key allows.
@@ -76,6 +83,31 @@ export function toReportingAsset(row: Row): ReportingAsset {
     latestReportAt: iso(row.latest_report_at as Date | null),
     inspectionCount: row.inspection_count as number,
     reportCount: row.report_count as number,
+  };
+}
+
+export function toReportingAssetType(row: Row): ReportingAssetType {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    description: row.description as string,
+    assetCount: row.asset_count as number,
+    fields: row.fields as Record<string, unknown>,
+    createdAt: iso(row.created_at as Date),
+    updatedAt: iso(row.updated_at as Date),
+  };
+}
+
+export function toReportingTemplate(row: Row): ReportingTemplate {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    description: row.description as string,
+    status: row.status as string,
+    latestVersion: row.latest_version as number,
+    assetTypeIds: row.asset_type_ids as string[],
+    createdAt: iso(row.created_at as Date),
+    updatedAt: iso(row.updated_at as Date),
   };
 }
 
@@ -246,15 +278,7 @@ export async function listAssetTypes(db: Queryable, scope: ReportingScope, q: st
       ORDER BY t.name, t.id`,
     [scope.tenantId, scope.customerName, q === undefined ? null : containsPattern(q)],
   );
-  return rows.map((row: Row) => ({
-    id: row.id as string,
-    name: row.name as string,
-    description: row.description as string,
-    assetCount: row.asset_count as number,
-    fields: row.fields as Record<string, unknown>,
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-  }));
+  return rows.map(toReportingAssetType);
 }
 
 export async function listTemplates(db: Queryable, tenantId: string) {
@@ -264,16 +288,7 @@ export async function listTemplates(db: Queryable, tenantId: string) {
        FROM templates WHERE tenant_id = $1 ORDER BY name, id`,
     [tenantId],
   );
-  return rows.map((row: Row) => ({
-    id: row.id as string,
-    name: row.name as string,
-    description: row.description as string,
-    status: row.status as string,
-    latestVersion: row.latest_version as number,
-    assetTypeIds: row.asset_type_ids as string[],
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-  }));
+  return rows.map(toReportingTemplate);
 }
 
 // Inspections and reports --------------------------------------------------------------------

@@ -112,6 +112,7 @@ export const ReportingAssetType = z
     updatedAt: nullableDateTime,
   })
   .meta({ id: 'ReportingAssetType' });
+export type ReportingAssetType = z.infer<typeof ReportingAssetType>;
 
 export const ReportingAssetTypeListResponse = z
   .object({ items: z.array(ReportingAssetType) })
@@ -129,6 +130,7 @@ export const ReportingTemplate = z
     updatedAt: nullableDateTime,
   })
   .meta({ id: 'ReportingTemplate' });
+export type ReportingTemplate = z.infer<typeof ReportingTemplate>;
 
 export const ReportingTemplateListResponse = z
   .object({ items: z.array(ReportingTemplate) })

@@ -1,6 +1,6 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
-import type { TelemetryGeofenceAlertBody } from './schemas.ts';
+import type { TelemetryGeofenceAlertBody, TelemetryGeofenceBody } from './schemas.ts';
 import {
   assetRefColumns,
   assetScopeCondition,
@@ -18,6 +18,21 @@ export interface GeofenceFilter {
   q?: string | undefined;
   type?: 'allowed' | 'forbidden' | undefined;
   enabled?: boolean | undefined;
+}
+
+/** A geofence row with its two counts (`active_alert_count`, `asset_count`). */
+export function toTelemetryGeofence(row: Row): TelemetryGeofenceBody {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    type: row.type as TelemetryGeofenceBody['type'],
+    enabled: row.enabled as boolean,
+    geometry: row.geometry as TelemetryGeofenceBody['geometry'],
+    activeAlertCount: row.active_alert_count as number,
+    assetCount: row.asset_count as number,
+    createdAt: iso(row.created_at as Date),
+    updatedAt: iso(row.updated_at as Date),
+  };
 }
 
 /**
@@ -45,17 +60,7 @@ export async function listGeofences(db: Queryable, scope: TelemetryScope, filter
       ORDER BY g.name, g.id`,
     params.values,
   );
-  return rows.map((row: Row) => ({
-    id: row.id as string,
-    name: row.name as string,
-    type: row.type as 'allowed' | 'forbidden',
-    enabled: row.enabled as boolean,
-    geometry: row.geometry as { type: 'Polygon'; coordinates: unknown[] },
-    activeAlertCount: row.active_alert_count as number,
-    assetCount: row.asset_count as number,
-    createdAt: iso(row.created_at as Date),
-    updatedAt: iso(row.updated_at as Date),
-  }));
+  return rows.map(toTelemetryGeofence);
 }
 
 export interface GeofenceAlertFilter {

@@ -365,3 +365,4 @@ export const TelemetryGeofenceAlertListResponse = z
 
 export type TelemetryDeviceBody = z.infer<typeof TelemetryDevice>;
 export type TelemetryGeofenceAlertBody = z.infer<typeof TelemetryGeofenceAlert>;
+export type TelemetryGeofenceBody = z.infer<typeof TelemetryGeofence>;
