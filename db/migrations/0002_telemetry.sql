@@ -1,5 +1,5 @@
 -- Up Migration
--- Devices, operators, geofences and the telemetry layers of DESIGN §3:
+-- Devices, operators, geofences and the telemetry layers (docs/architecture.md):
 -- bronze (device_messages), silver (telemetry_readings, device_state), derived
 -- (segments, sessions, geofence alerts) and the bookkeeping the worker needs.
 -- Time-series tables carry no foreign keys: they are written in bulk and, in

@@ -1,5 +1,5 @@
 -- Up Migration
--- Webhook subscriptions, the event outbox and the delivery log (DESIGN §5).
+-- Webhook subscriptions, the event outbox and the delivery log (docs/webhooks.md).
 
 CREATE TABLE webhook_subscriptions (
   id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -1,5 +1,5 @@
 -- Up Migration
--- Durable webhook delivery (DESIGN §5): leases instead of long-held row locks, and the
+-- Durable webhook delivery (docs/webhooks.md): leases instead of long-held row locks, and the
 -- indexes the worker's fair claim and the delivery log use.
 
 -- A worker claims a delivery by setting locked_until (the lease) and lease_token; the

@@ -56,7 +56,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe('errors say nothing of internals (DESIGN §4)', () => {
+describe('errors say nothing of internals', () => {
   it('a failing database gives a bare 500 with a request id; the log has the cause and the request id, never the key', async () => {
     // The same app on a pool whose server refuses connections: a real failure, no mock.
     const broken = createPool('postgres://postgres@127.0.0.1:1/gantry_nowhere_test', { max: 1 });
@@ -121,7 +121,7 @@ describe('errors say nothing of internals (DESIGN §4)', () => {
   });
 });
 
-describe('body limits and content types (spec: Errors 413; DESIGN §4)', () => {
+describe('body limits and content types (spec: Errors 413)', () => {
   it('a JSON body over the limit is 413 {"error"} on every route that takes a body', async () => {
     const withBody = routes.filter((route) => route.request?.body);
     expect(withBody.length).toBeGreaterThan(0);

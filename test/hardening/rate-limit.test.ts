@@ -86,7 +86,7 @@ async function spendAcross(instances: TestApi[], key: string): Promise<void> {
   expect(await json(refused)).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
 }
 
-describe('rate limits per API key (spec: Limits; DESIGN §4)', () => {
+describe('rate limits per API key (spec: Limits)', () => {
   it('sizes the default budget from GANTRY_RATE_LIMIT_PER_SECOND and _BURST (20/s, bursts of 40 → 40 per 2 s)', () => {
     const defaults = ratePolicies(
       testConfig(db.url, {

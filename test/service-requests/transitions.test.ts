@@ -10,7 +10,7 @@ import {
   type ServiceRequestWorld,
 } from './support.ts';
 
-// Every (from, to) pair of statuses through PATCH, against DESIGN §4's table written out
+// Every (from, to) pair of statuses through PATCH, against the table of docs/service-requests.md written out
 // here independently of the code.
 
 const statuses = [
@@ -76,7 +76,7 @@ async function requestIn(status: Status): Promise<Body> {
   }
 }
 
-describe('service request status transitions (DESIGN §4)', () => {
+describe('service request status transitions', () => {
   for (const from of statuses) {
     it(`from ${from}: allows exactly ${table[from].join(', ') || 'nothing'}`, async () => {
       // Refused moves leave the request untouched, so one request serves them all.

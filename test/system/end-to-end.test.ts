@@ -366,7 +366,7 @@ function scriptDay(now: number): Day {
     .off()
     .idleUntil(at(10));
 
-  // Today: minutes ago, so the zone entry is a recent transition (DESIGN §3: < 15 min).
+  // Today: minutes ago, so the zone entry is a recent transition (an alert opens for a transition < 15 min old).
   const recentStart = Math.floor(now / 1000) * 1000 - 10 * 60_000;
   c.silenceUntil(recentStart).unbound();
   c.on().login('OP-1').drive(ZONE_CENTRE, 10).idle(60).drive(HOME.c, 10).idle(20).logout().off().idle(60);

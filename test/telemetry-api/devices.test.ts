@@ -58,7 +58,7 @@ async function devices(query: string, key = fleet.tenantKey) {
 }
 
 describe('GET /telemetry/devices', () => {
-  it('lists every device with its latest state and the online status of DESIGN §3', async () => {
+  it('lists every device with its latest state and its online status', async () => {
     const body = await devices('');
     expect(body.paging).toEqual({ limit: 100, offset: 0 });
     const byAsset = Object.fromEntries(body.items.map((item: any) => [item.assetName, item]));

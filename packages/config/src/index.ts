@@ -173,7 +173,7 @@ export interface Config {
     /** Geofence transitions older than this (device time vs now) change state but open no alert. */
     geofenceAlertMaxAgeSeconds: number;
   };
-  /** Statuses the telemetry API derives (DESIGN §3). */
+  /** Statuses the telemetry API derives (docs/telemetry-api.md). */
   telemetryStatus: {
     /** A device is online when its last message arrived at most this long ago… */
     onlineSeconds: number;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The device contract of DESIGN §2: topics and the JSON payload of every message type.
+ * The device contract: topics and the JSON payload of every message type (docs/ingest.md).
  * Ingest validates with these schemas; the simulator builds payloads of these types.
  */
 
@@ -166,7 +166,7 @@ export type Reading =
   | ({ type: 'identifier' } & z.output<typeof identifierPayloadSchema>)
   | ({ type: 'heartbeat' } & z.output<typeof heartbeatPayloadSchema>);
 
-/** DESIGN §3: a fix is valid when `fix` is true, hdop ≤ 5 (if given) and it is not (0, 0). */
+/** A fix is valid when `fix` is true, hdop ≤ 5 (if given) and it is not (0, 0). */
 export function isValidGpsFix(reading: { fix: boolean; hdop?: number | undefined; lat: number; lon: number }): boolean {
   return reading.fix && (reading.hdop === undefined || reading.hdop <= 5) && !(reading.lat === 0 && reading.lon === 0);
 }

@@ -20,7 +20,7 @@ export interface Reading {
   identifierEvent?: string | null;
 }
 
-/** DESIGN §3 definitions; every threshold is configurable. */
+/** The derivation's definitions (docs/derivation.md); every threshold is configurable. */
 export const derivationOptionsSchema = z.object({
   /** Moving between two valid fixes: average speed at least this (m/s)… */
   movingMinSpeedMps: z.number().nonnegative().default(0.5),

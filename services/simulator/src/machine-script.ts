@@ -5,8 +5,8 @@ import type { SimulatedMessage } from './messages.ts';
 /**
  * A scripted machine with known answers. Each action (drive a route, lift a container,
  * idle, log in, fall silent, …) appends the readings a device would publish and
- * accumulates the ground truth the derivation must reproduce, using DESIGN §3's
- * definitions:
+ * accumulates the ground truth the derivation must reproduce, using the definitions of
+ * docs/derivation.md:
  * - running: between ignitionOn() and ignitionOff(); every reading carries `ignition`;
  * - moving: each drive step covers ≥ 5 m at ≥ 0.5 m/s (drive() refuses slower speeds),
  *   distance is the haversine sum between consecutive fixes;
@@ -379,7 +379,7 @@ export class MachineScript {
       }
       if (this.running) {
         // Back in coverage with the engine still on: the device reports at once, and that
-        // reading starts a new session (DESIGN §3: the gap ended the previous one).
+        // reading starts a new session (the gap ended the previous one).
         this.hourmeter += seconds;
         this.session = {
           start: this.t,

@@ -128,8 +128,8 @@ export interface BadMessageCase {
 }
 
 /**
- * Every kind of bad input DESIGN §2 names, for a registered device (and one that is
- * not), with the reason ingest must store. Used by the tests and the live fleet.
+ * Every kind of bad input the device contract rejects (docs/ingest.md, bronze reasons),
+ * for a registered device (and one that is not), with the reason ingest must store. Used by the tests and the live fleet.
  */
 export function badMessageCases(
   deviceId: string,

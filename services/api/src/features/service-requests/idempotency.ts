@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '@gantry/db';
 import { ConflictError, UnprocessableError, ValidationError } from '../../errors.ts';
 
-// Idempotency-Key (DESIGN §4): remembered 24 h per API key. The row in idempotency_keys
+// Idempotency-Key: remembered 24 h per API key. The row in idempotency_keys
 // is the lock, so it holds across API processes: the first request claims the key
 // (state in_flight, committed at once so others see it), its own transaction then marks
 // it completed together with the change, so "changed" and "remembered" commit as one.

@@ -107,7 +107,7 @@ function contentDisposition(storedName: string, original: string): string {
   return `attachment; filename="${storedName}"; filename*=UTF-8''${encoded}`;
 }
 
-/** The spec's Service requests part, with the state rules of DESIGN §4. */
+/** The spec's Service requests part, with the status rules of docs/service-requests.md. */
 export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
   const deps: ServiceRequestDeps = {
     pool: appDeps.pool,

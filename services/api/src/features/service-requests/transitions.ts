@@ -1,7 +1,7 @@
 import { ConflictError, ValidationError } from '../../errors.ts';
 import type { ServiceRequestStatus } from './schemas.ts';
 
-/** DESIGN §4: the status changes an update may make. Cancelling has its own operation. */
+/** The status changes an update may make (docs/service-requests.md). Cancelling has its own operation. */
 export const allowedTransitions: Record<ServiceRequestStatus, readonly ServiceRequestStatus[]> = {
   new: ['triaged', 'in_progress', 'waiting_customer', 'resolved', 'closed'],
   reopened: ['triaged', 'in_progress', 'waiting_customer', 'resolved', 'closed'],

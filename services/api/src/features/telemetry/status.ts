@@ -1,6 +1,7 @@
 import type { Config } from '@gantry/config';
 
-// Derived statuses of DESIGN §3, as SQL so lists can filter and sort on them.
+// The derived device statuses of docs/telemetry-api.md (Resources), as SQL so lists can
+// filter and sort on them.
 
 export type StatusRules = Config['telemetryStatus'];
 

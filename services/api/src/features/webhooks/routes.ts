@@ -25,7 +25,7 @@ const forbidden = { description: 'Customer-scoped keys may not manage webhooks',
 const badRequest = { description: 'Invalid parameter or body', schema: ErrorResponse };
 const notFound = { description: 'No such object in this tenant', schema: ErrorResponse };
 
-/** The spec's Webhooks part. Subscriptions and deliveries need a tenant-wide key (DESIGN §4). */
+/** The spec's Webhooks part. Subscriptions and deliveries are tenant-wide settings: they need a tenant-wide key. */
 export function webhookRoutes(deps: AppDeps): RouteSpec[] {
   const service: webhooks.WebhookDeps = { pool: deps.pool, config: deps.config };
   return [

@@ -28,7 +28,7 @@ const HOUSEKEEPING_MS = 10_000;
 const USER_AGENT = 'Gantry-Webhooks/1.0';
 
 /**
- * Delivers webhooks (DESIGN §5). Each pass claims as many due deliveries as there are
+ * Delivers webhooks (docs/webhooks.md). Each pass claims as many due deliveries as there are
  * free slots and starts them without waiting for them, so one slow receiver holds only
  * its own slots (at most concurrencyPerSubscription) and never the loop. Leases make
  * every claim durable: a killed worker's deliveries are taken over when their lease
