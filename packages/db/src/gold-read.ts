@@ -536,7 +536,7 @@ export async function readUtilization(db: Queryable, query: UtilizationQuery): P
   };
 }
 
-/** The percentages of DESIGN §3 from a row's sums; capacity is bucket length × assets. */
+/** The utilization percentages from a row's sums (docs/telemetry-api.md); capacity is bucket length × assets. */
 export function utilizationFigures(
   sums: UtilizationSums,
   capacitySeconds: number,
