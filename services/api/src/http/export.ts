@@ -361,11 +361,12 @@ function addSheetRow(sheet: ExcelJS.Worksheet, columns: ExportColumn[], row: unk
 }
 
 /**
- * exceljs' streaming writer fed from a cursor, one batch at a time. The writer's own
- * pipeline (sheet XML → zip → deflate) ignores back-pressure, so the loop provides it:
- * before the next batch it waits until the response has taken what was compressed so far
- * and the output buffer is below its mark. A slow client therefore holds at most a batch
- * or two of rows in this process; the rest waits in PostgreSQL behind the cursor.
+ * exceljs' streaming writer fed from a cursor, one batch at a time, the next batch asked
+ * for before the current one is written. The writer's own pipeline (sheet XML → zip →
+ * deflate) ignores back-pressure, so the loop provides it: before the next batch it waits
+ * until the response has taken what was compressed so far and the output buffer is below
+ * its mark. A slow client therefore holds at most two batches of rows in this process;
+ * the rest waits in PostgreSQL behind the cursor.
  */
 function streamXlsx(ctx: Context, connection: ExportConnection, request: ExportRequest): void {
   const output = new PassThrough();
@@ -399,12 +400,22 @@ function streamXlsx(ctx: Context, connection: ExportConnection, request: ExportR
     ),
   );
 
+  const read = () => {
+    const batch = cursor.read(XLSX_BATCH_ROWS) as Promise<unknown[][]>;
+    // Awaited below, unless the export fails first: then its rejection is expected.
+    batch.catch(() => undefined);
+    return batch;
+  };
   const run = async () => {
+    let next = read();
     for (;;) {
-      const rows = (await cursor.read(XLSX_BATCH_ROWS)) as unknown[][];
+      const rows = await next;
       if (connection.gone || output.destroyed) throw new Error('export client went away');
+      const last = rows.length < XLSX_BATCH_ROWS;
+      // PostgreSQL computes the next batch while this one is written.
+      if (!last) next = read();
       for (const row of rows) addSheetRow(sheet, request.columns, row);
-      if (rows.length < XLSX_BATCH_ROWS) break;
+      if (last) break;
       await drained(output);
     }
     await cursor.close();
