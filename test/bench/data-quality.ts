@@ -35,11 +35,7 @@ import {
   recountDefinition,
 } from '../../services/ingest/src/storage/counters.ts';
 import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
-import {
-  readMessageCounts,
-  readReadingCounts,
-  wholeHours,
-} from '../../services/api/src/features/telemetry/counts.repository.ts';
+import { readDeviceCounts, wholeHours } from '../../services/api/src/features/telemetry/counts.repository.ts';
 import { testConfig } from '../support/api.ts';
 
 const HOUR = 3_600_000;
@@ -100,20 +96,17 @@ async function provisionFleet(pool: Pool, name: string, devices: number): Promis
   };
 }
 
-/** 23 earlier hours as ingest would have counted them: 60 messages of each type per device and hour. */
+/** 23 earlier hours as ingest would have counted them: 60 messages (one reading each) of each type per device and hour. */
 async function countHistory(pool: Pool, fleet: Fleet, openHour: number): Promise<void> {
-  for (const table of ['message_counts_hourly', 'reading_counts_hourly']) {
-    await pool.query(
-      table === 'message_counts_hourly'
-        ? `INSERT INTO message_counts_hourly
-           SELECT $1, d.id, d.asset_id, $2::timestamptz - h * interval '1 hour', t, 'accepted', '', 60, 60, 3600, 60, 0
-             FROM devices d, generate_series(1, 23) h, unnest($3::text[]) t WHERE d.tenant_id = $1`
-        : `INSERT INTO reading_counts_hourly
-           SELECT $1, d.id, d.asset_id, $2::timestamptz - h * interval '1 hour', t, 60, CASE WHEN t = 'gps' THEN 57 ELSE 0 END
-             FROM devices d, generate_series(1, 23) h, unnest($3::text[]) t WHERE d.tenant_id = $1`,
-      [fleet.tenantId, new Date(openHour), TYPES],
-    );
-  }
+  const perType = TYPES.flatMap((type) => [`${type}_messages`, `${type}_readings`]);
+  await pool.query(
+    `INSERT INTO device_counts_hourly (tenant_id, device_id, asset_id, bucket, ${perType.join(', ')},
+                                       readings_added, payload_bytes, timed_messages, valid_gps_fixes)
+     SELECT $1, d.id, d.asset_id, $2::timestamptz - h * interval '1 hour', ${perType.map(() => '60').join(', ')},
+            ${60 * TYPES.length}, ${3600 * TYPES.length}, ${60 * TYPES.length}, 57
+       FROM devices d, generate_series(1, 23) h WHERE d.tenant_id = $1`,
+    [fleet.tenantId, new Date(openHour)],
+  );
 }
 
 /**
@@ -157,26 +150,20 @@ async function fillOpenHour(pool: Pool, fleet: Fleet, openHour: number, first: n
 async function oldPath(pool: Pool, fleet: Fleet, openHour: number): Promise<void> {
   const from = new Date(Math.floor((Date.now() - 24 * HOUR) / HOUR) * HOUR);
   const now = new Date();
-  const closed = (table: string) =>
-    pool.query(
-      `SELECT device_id, count(*) FROM ${table} WHERE tenant_id = $1 AND device_id = ANY ($2::uuid[])
-         AND bucket >= $3 AND bucket < $4 GROUP BY device_id`,
-      [fleet.tenantId, fleet.deviceIds, from, new Date(openHour)],
-    );
-  const live = (table: 'message_counts_hourly' | 'reading_counts_hourly', alias: string, time: string) =>
-    pool.query(
-      `SELECT device_id, sum(${table === 'message_counts_hourly' ? 'message_count' : 'reading_count'}) FROM (${recountDefinition(
-        table,
+  const closed = pool.query(
+    `SELECT device_id, count(*) FROM device_counts_hourly WHERE tenant_id = $1 AND device_id = ANY ($2::uuid[])
+       AND bucket >= $3 AND bucket < $4 GROUP BY device_id`,
+    [fleet.tenantId, fleet.deviceIds, from, new Date(openHour)],
+  );
+  const live = pool.query(
+    `SELECT device_id, sum(gps_messages), sum(gps_readings) FROM (${recountDefinition(
+      'device_counts_hourly',
+      (alias, time) =>
         `${alias}.tenant_id = $1 AND ${alias}.device_id = ANY ($2::uuid[]) AND ${alias}.${time} >= $3 AND ${alias}.${time} <= $4`,
-      )}) r GROUP BY device_id`,
-      [fleet.tenantId, fleet.deviceIds, new Date(openHour), now],
-    );
-  await Promise.all([
-    closed('message_counts_hourly'),
-    closed('reading_counts_hourly'),
-    live('message_counts_hourly', 'm', 'received_at'),
-    live('reading_counts_hourly', 'r', 'ts'),
-  ]);
+    )}) r GROUP BY device_id`,
+    [fleet.tenantId, fleet.deviceIds, new Date(openHour), now],
+  );
+  await Promise.all([closed, live]);
 }
 
 /** The same counts from the counters: the database part of the new answer, comparable with oldPath. */
@@ -186,7 +173,7 @@ async function counterPath(pool: Pool, fleet: Fleet): Promise<void> {
     deviceIds: fleet.deviceIds,
     ...wholeHours({ from: new Date(Date.now() - 24 * HOUR), to: new Date() }),
   };
-  await Promise.all([readMessageCounts(pool, query), readReadingCounts(pool, query)]);
+  await readDeviceCounts(pool, query);
 }
 
 async function timed(
@@ -294,7 +281,7 @@ async function main(): Promise<void> {
       await fillOpenHour(pool, fleet, openHour, loaded, target);
       // Only the open hour: the earlier ones were counted above without raw rows behind them.
       await recountCounters(pool, openScope);
-      await pool.query('VACUUM ANALYZE message_counts_hourly, reading_counts_hourly');
+      await pool.query('VACUUM ANALYZE device_counts_hourly, message_errors_hourly');
       const fillSeconds = (performance.now() - began) / 1000;
       loaded = target;
       const dq = await timed(REQUESTS, 5, dataQuality);
@@ -306,11 +293,11 @@ async function main(): Promise<void> {
       );
     }
     const drift =
-      (await counterDrift(pool, 'message_counts_hourly', openScope)) +
-      (await counterDrift(pool, 'reading_counts_hourly', openScope));
+      (await counterDrift(pool, 'device_counts_hourly', openScope)) +
+      (await counterDrift(pool, 'message_errors_hourly', openScope));
 
     const rates = await ingestRates(pool, costFleet);
-    const costDrift = await counterDrift(pool, 'reading_counts_hourly', { deviceIds: costFleet.deviceIds });
+    const costDrift = await counterDrift(pool, 'device_counts_hourly', { deviceIds: costFleet.deviceIds });
 
     const [small, large] = phases as [(typeof phases)[0], (typeof phases)[0]];
     const lines = [

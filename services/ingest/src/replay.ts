@@ -45,7 +45,7 @@ interface BronzeRow {
   payload_size: number;
 }
 
-/** What the row counts for in message_counts_hourly before the replay (db/counters/message_counts_hourly.sql). */
+/** What the row counts for in the traffic counters before the replay (db/counters/*.sql). */
 function countedBefore(row: BronzeRow): CountedMessage | null {
   if (row.device_id === null || row.tenant_id === null || row.message_type === null) return null;
   return {
@@ -254,7 +254,7 @@ async function replayBatch(
           receivedAt: entry.message.raw.receivedAt,
           status: before.status,
           readingCount: before.storedReadings,
-          // What the message counts for now in message_counts_hourly, as countedBefore does for single rows.
+          // What the message counts for now in the counters, as countedBefore does for single rows.
           counted: {
             tenantId: before.device!.tenantId,
             deviceId: before.device!.id,

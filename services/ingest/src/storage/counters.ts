@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { deviceMessageTypes, readingTypes } from '@gantry/contracts';
 import { dbDirectory, withTransaction, type Pool, type PoolClient, type Queryable } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { columnArrays, unnestCall, type Cell, type Column } from './encode.ts';
@@ -10,15 +11,19 @@ import type { MessageOutcome, ReplayTarget } from './write-batch.ts';
  * Traffic counters kept by ingest in the transaction of each batch, so they commit with
  * the rows they count: a crash or a redelivery never counts twice or loses a count.
  *
- * - `message_counts_hourly`: bronze messages of known devices per receive hour, message
- *   type and outcome (status and error code): messages, the readings they added, payload
- *   bytes, messages with a device time and those received over 5 minutes after it.
- * - `reading_counts_hourly`: silver readings per device-time hour and type, valid GPS
- *   fixes among them.
+ * - `device_counts_hourly`: one row per device, hour and asset. Its message columns count
+ *   bronze messages of known devices by receive hour — per message type the messages,
+ *   those with an error (rejected or partly stored) and those rejected; for all types the
+ *   duplicates, the readings the messages added, payload bytes, messages with a device
+ *   time and those received over 5 minutes after it. Its reading columns count silver
+ *   readings by device-time hour, per reading type, and the valid GPS fixes among them.
+ * - `message_errors_hourly`: rejected and partly stored messages per receive hour, message
+ *   type, status and error code; only such messages touch it.
  *
- * Late and replayed data count in the hour of their own time, as their rows do. Each
- * batch adds aggregated rows with one `unnest` upsert per table, keys in one sorted
- * order so concurrent batches (several ingest processes, replay) never deadlock on them.
+ * Late and replayed data count in the hour of their own time, as their rows do. A batch
+ * of N devices upserts about N rows (one per device, more when its messages or readings
+ * span hours), one `unnest` upsert per table in one statement, keys in one sorted order
+ * so concurrent batches (several ingest processes, replay) never deadlock on them.
  * db/counters/*.sql define the same figures from bronze and silver: the recount the
  * tables must always equal (counterDrift).
  */
@@ -34,7 +39,7 @@ export const DELAYED_AFTER_MS = 5 * 60_000;
  */
 export const countingForBenchmarks = { enabled: true };
 
-/** What one bronze row counts for in message_counts_hourly. */
+/** What one bronze row counts for in the counters. */
 export interface CountedMessage {
   tenantId: string;
   deviceId: string;
@@ -49,63 +54,88 @@ export interface CountedMessage {
   deviceTs: number | null;
 }
 
-const messageKeyColumns: readonly Column[] = [
+/** Message columns per topic type; a type that is none of them (always rejected) counts as `other`. */
+const messageGroups = [...deviceMessageTypes, 'other'] as const;
+
+/** The counting columns of device_counts_hourly, in table order (db/migrations/0140_device_counts_hourly.sql). */
+export const deviceCounterColumns: readonly string[] = [
+  ...messageGroups.flatMap((type) => [`${type}_messages`, `${type}_errors`, `${type}_rejected`]),
+  'duplicates',
+  'readings_added',
+  'payload_bytes',
+  'timed_messages',
+  'delayed_messages',
+  ...readingTypes.map((type) => `${type}_readings`),
+  'valid_gps_fixes',
+];
+const columnIndex = (name: string) => deviceCounterColumns.indexOf(name);
+/** Per message type, the index of its `_messages` column; `_errors` and `_rejected` follow it. */
+const messageColumn = new Map<string, number>(messageGroups.map((type) => [type, columnIndex(`${type}_messages`)]));
+const otherMessageColumn = columnIndex('other_messages');
+const readingColumn = new Map<string, number>(readingTypes.map((type) => [type, columnIndex(`${type}_readings`)]));
+const COLUMN = {
+  duplicates: columnIndex('duplicates'),
+  readingsAdded: columnIndex('readings_added'),
+  payloadBytes: columnIndex('payload_bytes'),
+  timed: columnIndex('timed_messages'),
+  delayed: columnIndex('delayed_messages'),
+  validGps: columnIndex('valid_gps_fixes'),
+};
+
+const deviceKeyColumns: readonly Column[] = [
   { name: 'tenant_id', kind: 'uuid' },
   { name: 'device_id', kind: 'uuid' },
   { name: 'asset_id', kind: 'uuid' },
   { name: 'bucket', kind: 'timestamptz' },
+];
+const deviceColumns: readonly Column[] = [
+  ...deviceKeyColumns,
+  ...deviceCounterColumns.map((name): Column => ({ name, kind: 'int8' })),
+];
+const errorKeyColumns: readonly Column[] = [
+  ...deviceKeyColumns,
   { name: 'message_type', kind: 'text' },
   { name: 'status', kind: 'text' },
   { name: 'reason', kind: 'text' },
 ];
-const messageSumColumns: readonly Column[] = [
-  { name: 'message_count', kind: 'int8' },
-  { name: 'reading_count', kind: 'int8' },
-  { name: 'payload_bytes', kind: 'int8' },
-  { name: 'timed_count', kind: 'int8' },
-  { name: 'delayed_count', kind: 'int8' },
-];
-const readingKeyColumns: readonly Column[] = [
-  { name: 'tenant_id', kind: 'uuid' },
-  { name: 'device_id', kind: 'uuid' },
-  { name: 'asset_id', kind: 'uuid' },
-  { name: 'bucket', kind: 'timestamptz' },
-  { name: 'type', kind: 'text' },
-];
-const readingSumColumns: readonly Column[] = [
-  { name: 'reading_count', kind: 'int8' },
-  { name: 'valid_gps_count', kind: 'int8' },
-];
+const errorColumns: readonly Column[] = [...errorKeyColumns, { name: 'message_count', kind: 'int8' }];
 
-function upsert(table: string, keys: readonly Column[], sums: readonly Column[], offset: number): string {
-  const columns = [...keys, ...sums];
+function upsert(table: string, columns: readonly Column[], keyCount: number, offset: number): string {
+  const sums = columns.slice(keyCount);
   return `INSERT INTO ${table} AS c (${columns.map((column) => column.name).join(', ')})
 SELECT * FROM ${unnestCall(columns, offset)}
 ON CONFLICT ON CONSTRAINT ${table}_key DO UPDATE SET
   ${sums.map((column) => `${column.name} = c.${column.name} + excluded.${column.name}`).join(',\n  ')}`;
 }
 
-const messageColumns = [...messageKeyColumns, ...messageSumColumns];
-const readingColumns = [...readingKeyColumns, ...readingSumColumns];
-
-/** Both tables in one statement (one round trip per batch); messages first, as every writer does. */
+/** The device rows alone: the statement of almost every batch. */
 const countSql = `/* ingest:countBatch */
-WITH messages AS (
-${upsert('message_counts_hourly', messageKeyColumns, messageSumColumns, 0)}
+${upsert('device_counts_hourly', deviceColumns, deviceKeyColumns.length, 0)}`;
+/**
+ * With error rows too, in one statement (one round trip). PostgreSQL runs a data-modifying
+ * CTE that nothing reads after the main statement: device rows are locked first, then
+ * error rows, by every writer (and recountCounters locks the tables in that order).
+ */
+const countWithErrorsSql = `/* ingest:countBatch */
+WITH errors AS (
+${upsert('message_errors_hourly', errorColumns, errorKeyColumns.length, deviceColumns.length)}
 RETURNING 1)
-${upsert('reading_counts_hourly', readingKeyColumns, readingSumColumns, messageColumns.length)}`;
+${upsert('device_counts_hourly', deviceColumns, deviceKeyColumns.length, 0)}`;
 
 /** Aggregated rows by key; the key string sorts as (device, bucket, the rest), the order every writer locks in. */
 class Tally {
   readonly rows = new Map<string, { key: Cell[]; sums: number[] }>();
 
-  add(sortKey: string, key: Cell[], sums: number[]): void {
-    const row = this.rows.get(sortKey);
+  constructor(private readonly width: number) {}
+
+  /** The sums of a key's row, to add to in place. */
+  sums(sortKey: string, key: () => Cell[]): number[] {
+    let row = this.rows.get(sortKey);
     if (!row) {
-      this.rows.set(sortKey, { key, sums: [...sums] });
-      return;
+      row = { key: key(), sums: new Array<number>(this.width).fill(0) };
+      this.rows.set(sortKey, row);
     }
-    for (let index = 0; index < sums.length; index += 1) row.sums[index]! += sums[index]!;
+    return row.sums;
   }
 
   /** Rows in lock order, without those that change nothing. */
@@ -121,15 +151,35 @@ const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 // Fixed-width fields first (uuid, zero-padded hour), so the string order is the key order.
 const hourKey = (ms: number) => String(ms / HOUR_MS).padStart(9, '0');
 
-function tallyMessage(tally: Tally, message: CountedMessage, sign: 1 | -1): void {
+function deviceSums(tally: Tally, tenantId: string, deviceId: string, assetId: string | null, bucket: number) {
+  return tally.sums(`${deviceId}|${hourKey(bucket)}|${assetId ?? ''}`, () => [tenantId, deviceId, assetId, bucket]);
+}
+
+function tallyMessage(devices: Tally, errors: Tally, message: CountedMessage, sign: 1 | -1): void {
   const bucket = hourOf(message.receivedAt);
-  const timed = message.deviceTs !== null;
-  const delayed = timed && message.receivedAt - message.deviceTs! > DELAYED_AFTER_MS;
-  tally.add(
-    `${message.deviceId}|${hourKey(bucket)}|${message.messageType}|${message.status}|${message.reason}|${message.assetId ?? ''}`,
-    [message.tenantId, message.deviceId, message.assetId, bucket, message.messageType, message.status, message.reason],
-    [sign, sign * message.readingCount, sign * message.payloadBytes, timed ? sign : 0, delayed ? sign : 0],
-  );
+  const sums = deviceSums(devices, message.tenantId, message.deviceId, message.assetId, bucket);
+  const column = messageColumn.get(message.messageType) ?? otherMessageColumn;
+  sums[column]! += sign;
+  if (message.status === 'rejected' || message.status === 'partial') {
+    sums[column + 1]! += sign;
+    if (message.status === 'rejected') sums[column + 2]! += sign;
+    const key = `${message.deviceId}|${hourKey(bucket)}|${message.messageType}|${message.status}|${message.reason}|${message.assetId ?? ''}`;
+    errors.sums(key, () => [
+      message.tenantId,
+      message.deviceId,
+      message.assetId,
+      bucket,
+      message.messageType,
+      message.status,
+      message.reason,
+    ])[0]! += sign;
+  } else if (message.status === 'duplicate') sums[COLUMN.duplicates]! += sign;
+  sums[COLUMN.readingsAdded]! += sign * message.readingCount;
+  sums[COLUMN.payloadBytes]! += sign * message.payloadBytes;
+  if (message.deviceTs !== null) {
+    sums[COLUMN.timed]! += sign;
+    if (message.receivedAt - message.deviceTs > DELAYED_AFTER_MS) sums[COLUMN.delayed]! += sign;
+  }
 }
 
 /** The bronze row a message became, as counted; null when it is not counted (no known device or type). */
@@ -173,69 +223,98 @@ export async function countBatch(
   replay?: readonly ReplayTarget[],
 ): Promise<void> {
   if (!countingForBenchmarks.enabled) return;
-  const messageTally = new Tally();
+  const devices = new Tally(deviceCounterColumns.length);
+  const errors = new Tally(1);
   let subtracted = false;
   messages.forEach((message, index) => {
     const counted = countedMessage(message, outcomes[index]!);
-    if (counted) tallyMessage(messageTally, counted, 1);
+    if (counted) tallyMessage(devices, errors, counted, 1);
     const before = replay?.[index]?.counted;
     if (before) {
-      tallyMessage(messageTally, before, -1);
+      tallyMessage(devices, errors, before, -1);
       subtracted = true;
     }
   });
 
-  const readingTally = new Tally();
   for (const row of storedReadings) {
-    const ts = row[SILVER.ts] as number;
-    const bucket = hourOf(ts);
-    const deviceId = row[SILVER.device] as string;
-    const assetId = (row[SILVER.asset] as string | null) ?? null;
     const type = row[SILVER.type] as string;
-    readingTally.add(
-      `${deviceId}|${hourKey(bucket)}|${type}|${assetId ?? ''}`,
-      [row[SILVER.tenant], deviceId, assetId, bucket, type],
-      [1, row[SILVER.gpsValid] === true ? 1 : 0],
+    const column = readingColumn.get(type);
+    // Silver holds only the reading types of the contract; the table has a column for each.
+    if (column === undefined) throw new Error(`no counter column for reading type ${type}`);
+    const sums = deviceSums(
+      devices,
+      row[SILVER.tenant] as string,
+      row[SILVER.device] as string,
+      (row[SILVER.asset] as string | null) ?? null,
+      hourOf(row[SILVER.ts] as number),
     );
+    sums[column]! += 1;
+    if (row[SILVER.gpsValid] === true) sums[COLUMN.validGps]! += 1;
   }
 
-  const messageRows = messageTally.sorted();
-  const readingRows = readingTally.sorted();
-  if (messageRows.length + readingRows.length === 0) return;
-  await client.query(countSql, [
-    ...columnArrays(messageColumns, messageRows),
-    ...columnArrays(readingColumns, readingRows),
-  ]);
+  const deviceRows = devices.sorted();
+  const errorRows = errors.sorted();
+  if (deviceRows.length + errorRows.length === 0) return;
+  await client.query(
+    errorRows.length === 0 ? countSql : countWithErrorsSql,
+    errorRows.length === 0
+      ? columnArrays(deviceColumns, deviceRows)
+      : [...columnArrays(deviceColumns, deviceRows), ...columnArrays(errorColumns, errorRows)],
+  );
   // A replayed message leaves its old outcome; the recount has no row for an empty key.
-  if (subtracted) await dropEmptyMessageCounts(client, messageRows);
+  if (subtracted) await dropEmptyCounts(client, deviceRows, errorRows);
 }
 
+const allZero = deviceCounterColumns.map((name) => `c.${name} = 0`).join(' AND ');
+
 /** Deletes the batch's own keys (already locked by its upsert) that a replay brought to zero. */
-async function dropEmptyMessageCounts(client: PoolClient, rows: Cell[][]): Promise<void> {
-  const keyColumns = messageKeyColumns.slice(1);
+async function dropEmptyCounts(client: PoolClient, deviceRows: Cell[][], errorRows: Cell[][]): Promise<void> {
+  const deviceKeys = deviceKeyColumns.slice(1);
   await client.query(
-    `/* ingest:dropEmptyMessageCounts */
-     DELETE FROM message_counts_hourly c
-      USING ${unnestCall(keyColumns)} AS k(${keyColumns.map((column) => column.name).join(', ')})
+    `/* ingest:dropEmptyCounts */
+     DELETE FROM device_counts_hourly c
+      USING ${unnestCall(deviceKeys)} AS k(${deviceKeys.map((column) => column.name).join(', ')})
+      WHERE c.device_id = k.device_id AND c.bucket = k.bucket AND c.asset_id IS NOT DISTINCT FROM k.asset_id
+        AND ${allZero}`,
+    columnArrays(
+      deviceKeys,
+      deviceRows.map((row) => row.slice(1, deviceKeyColumns.length)),
+    ),
+  );
+  if (errorRows.length === 0) return;
+  const errorKeys = errorKeyColumns.slice(1);
+  await client.query(
+    `/* ingest:dropEmptyCounts */
+     DELETE FROM message_errors_hourly c
+      USING ${unnestCall(errorKeys)} AS k(${errorKeys.map((column) => column.name).join(', ')})
       WHERE c.device_id = k.device_id AND c.bucket = k.bucket AND c.message_type = k.message_type
         AND c.status = k.status AND c.reason = k.reason AND c.asset_id IS NOT DISTINCT FROM k.asset_id
         AND c.message_count = 0`,
     columnArrays(
-      keyColumns,
-      rows.map((row) => row.slice(1, messageKeyColumns.length)),
+      errorKeys,
+      errorRows.map((row) => row.slice(1, errorKeyColumns.length)),
     ),
   );
 }
 
 // The recount ------------------------------------------------------------------------------
 
-export const counterTables = ['message_counts_hourly', 'reading_counts_hourly'] as const;
+/** In lock order: every writer upserts device rows and error rows in one statement, recountCounters locks these in this order. */
+export const counterTables = ['device_counts_hourly', 'message_errors_hourly'] as const;
 export type CounterTable = (typeof counterTables)[number];
+
+const tableColumns: Record<CounterTable, readonly Column[]> = {
+  device_counts_hourly: deviceColumns,
+  message_errors_hourly: errorColumns,
+};
+
+/** A condition on a source of the recount: bronze (`m`, its time `received_at`) or silver (`r`, `ts`). */
+export type SourceFilter = (alias: 'm' | 'r', time: 'received_at' | 'ts') => string;
 
 const definitions = new Map<CounterTable, string>();
 
-/** The table's figures counted from bronze or silver (db/counters/<table>.sql), `filter` on its source. */
-export function recountDefinition(table: CounterTable, filter = 'TRUE'): string {
+/** The table's figures counted from bronze and silver (db/counters/<table>.sql), `filter` on each source. */
+export function recountDefinition(table: CounterTable, filter: SourceFilter = () => 'TRUE'): string {
   let template = definitions.get(table);
   if (template === undefined) {
     template = readFileSync(path.join(dbDirectory, 'counters', `${table}.sql`), 'utf8')
@@ -245,10 +324,8 @@ export function recountDefinition(table: CounterTable, filter = 'TRUE'): string 
       .trim();
     definitions.set(table, template);
   }
-  return template.replace('{{filter}}', `(${filter})`);
+  return template.replace('{{m}}', `(${filter('m', 'received_at')})`).replace('{{r}}', `(${filter('r', 'ts')})`);
 }
-
-const sourceAlias: Record<CounterTable, string> = { message_counts_hourly: 'm', reading_counts_hourly: 'r' };
 
 export interface RecountScope {
   /** Only these devices (default all). */
@@ -258,8 +335,6 @@ export interface RecountScope {
   to?: Date;
 }
 
-const sourceTime: Record<CounterTable, string> = { message_counts_hourly: 'received_at', reading_counts_hourly: 'ts' };
-
 function scopeOf(scope: RecountScope): { from: Date; to: Date; params: unknown[] } {
   const from = scope.from ?? new Date(0);
   const to = scope.to ?? new Date(Date.UTC(3000, 0, 1));
@@ -268,17 +343,18 @@ function scopeOf(scope: RecountScope): { from: Date; to: Date; params: unknown[]
   return { from, to, params: scope.deviceIds ? [from, to, scope.deviceIds] : [from, to] };
 }
 
-/** The counter rows in scope (`c`) and the same figures recounted from bronze or silver. */
-function scopedSides(table: CounterTable, scope: RecountScope): { stored: string; recount: string } {
-  const alias = sourceAlias[table];
-  const time = `${alias}.${sourceTime[table]}`;
+/** The counter rows in scope (`c`) and the same figures recounted from bronze and silver, column by column. */
+function scopedSides(table: CounterTable, scope: RecountScope): { stored: string; recount: string; columns: string } {
   const devices = (prefix: string) => (scope.deviceIds ? `${prefix}device_id = ANY ($3::uuid[])` : 'TRUE');
+  const names = tableColumns[table].map((column) => column.name);
   return {
     stored: `${devices('c.')} AND c.bucket >= $1::timestamptz AND c.bucket < $2::timestamptz`,
-    recount: recountDefinition(
+    recount: `SELECT ${names.join(', ')} FROM (${recountDefinition(
       table,
-      `${devices(`${alias}.`)} AND ${time} >= $1::timestamptz AND ${time} < $2::timestamptz`,
-    ),
+      (alias, time) =>
+        `${devices(`${alias}.`)} AND ${alias}.${time} >= $1::timestamptz AND ${alias}.${time} < $2::timestamptz`,
+    )}) recounted`,
+    columns: names.join(', '),
   };
 }
 
@@ -291,8 +367,8 @@ export async function counterDrift(db: Queryable, table: CounterTable, scope: Re
   const { params } = scopeOf(scope);
   const sides = scopedSides(table, scope);
   // Ingest upserts by exact key; a row brought to zero by a replay counts as no row.
-  const count = table === 'message_counts_hourly' ? 'message_count' : 'reading_count';
-  const stored = `SELECT c.* FROM ${table} c WHERE ${sides.stored} AND c.${count} <> 0`;
+  const nonEmpty = table === 'device_counts_hourly' ? `NOT (${allZero})` : 'c.message_count <> 0';
+  const stored = `SELECT ${sides.columns} FROM ${table} c WHERE ${sides.stored} AND ${nonEmpty}`;
   const { rows } = await db.query<{ n: string }>(
     `/* counters:drift */
      SELECT (SELECT count(*) FROM ((${stored}) EXCEPT ALL (${sides.recount})) a)
@@ -315,7 +391,7 @@ export async function recountCounters(pool: Pool, scope: RecountScope = {}): Pro
     for (const table of counterTables) {
       const sides = scopedSides(table, scope);
       await client.query(`DELETE FROM ${table} c WHERE ${sides.stored}`, params);
-      await client.query(`/* counters:recount */ INSERT INTO ${table} ${sides.recount}`, params);
+      await client.query(`/* counters:recount */ INSERT INTO ${table} (${sides.columns}) ${sides.recount}`, params);
     }
   });
 }

@@ -29,7 +29,7 @@ export interface ReplayTarget {
   receivedAt: number;
   status: BronzeStatus;
   readingCount: number;
-  /** What the row counts for in message_counts_hourly now (null: nothing), taken away as the new outcome is added. */
+  /** What the row counts for in the traffic counters now (null: nothing), taken away as the new outcome is added. */
   counted?: CountedMessage | null;
   /**
    * Where it is kept: a row of its own (updated here) or a batch row (the caller writes

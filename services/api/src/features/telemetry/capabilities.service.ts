@@ -1,9 +1,8 @@
 import type { Queryable } from '@gantry/db';
-import { readReadingCounts, wholeHours } from './counts.repository.ts';
+import { readReadingTotals, wholeHours } from './counts.repository.ts';
 import { assetScopeCondition, scopeBlock, SqlParams, type TelemetryScope } from './sql.ts';
 
 const WEEK_MS = 7 * 86_400_000;
-const READING_TYPES = ['gps', 'adcin', 'hourmeter', 'imu', 'identifier', 'heartbeat'];
 
 /**
  * What telemetry the key's assets have. A capability is enabled once a device of an
@@ -37,15 +36,12 @@ export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   const row = rows[0] as Record<string, unknown>;
   const deviceIds = row.device_ids as string[];
   const now = Date.now();
-  const counts = await readReadingCounts(db, {
+  // Every reading type is listed, 0 when none came, so clients see stable keys.
+  const messageTypesLast7d: Record<string, number> = await readReadingTotals(db, {
     tenantId: scope.tenantId,
     deviceIds,
     ...wholeHours({ from: new Date(now - WEEK_MS), to: new Date(now) }),
   });
-  // Every reading type is listed, 0 when none came, so clients see stable keys.
-  const messageTypesLast7d: Record<string, number> = Object.fromEntries(READING_TYPES.map((type) => [type, 0]));
-  for (const count of counts)
-    messageTypesLast7d[count.type] = (messageTypesLast7d[count.type] ?? 0) + count.readingCount;
   const telemetryAssets = row.telemetry_assets as number;
   const telemetryEnabled = telemetryAssets > 0;
   return {

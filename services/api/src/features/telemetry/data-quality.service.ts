@@ -1,14 +1,8 @@
+import { readingTypes, type ReadingType } from '@gantry/contracts';
 import type { Pool, PoolClient, Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import type { ResolvedRange } from '../../http/query.ts';
-import {
-  readMessageCounts,
-  readReadingCounts,
-  wholeHours,
-  type HourRange,
-  type MessageCountRow,
-  type ReadingCountRow,
-} from './counts.repository.ts';
+import { readDeviceCounts, wholeHours, type DeviceCounts, type HourRange } from './counts.repository.ts';
 import type { dataQualityStatuses } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type Row, type TelemetryScope } from './sql.ts';
 import { onlineStatusSql, type StatusRules } from './status.ts';
@@ -140,19 +134,16 @@ function sum<T>(rows: T[], pick: (row: T) => number): number {
   return rows.reduce((total, row) => total + pick(row), 0);
 }
 
-function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: ReadingCountRow[], rules: StatusRules) {
+function assessDevice(device: DeviceRow, counts: DeviceCounts | undefined, rules: StatusRules) {
+  const messages = counts?.messages ?? [];
   const messageCount = sum(messages, (row) => row.messageCount);
   const errorMessages = sum(messages, (row) => row.errorCount);
   const parsedMessages = sum(messages, (row) => row.parsedCount);
-  const timed = sum(messages, (row) => row.timedCount);
-  const delayed = sum(messages, (row) => row.delayedCount);
-  const events = (type: string) =>
-    sum(
-      readings.filter((row) => row.type === type),
-      (row) => row.readingCount,
-    );
+  const timed = counts?.timedCount ?? 0;
+  const delayed = counts?.delayedCount ?? 0;
+  const events = (type: ReadingType) => counts?.readings[type] ?? 0;
   const gpsEvents = events('gps');
-  const validGpsEvents = sum(readings, (row) => row.validGpsCount);
+  const validGpsEvents = counts?.validGpsCount ?? 0;
   const errorRate = percent(errorMessages, messageCount);
   const gpsOkPercent = gpsEvents > 0 ? percent(validGpsEvents, gpsEvents) : null;
   const delayedShare = timed > 0 ? delayed / timed : 0;
@@ -202,7 +193,7 @@ function assessDevice(device: DeviceRow, messages: MessageCountRow[], readings: 
     imuEvents: events('imu'),
     messageCount,
     parsedMessages,
-    silverEvents: sum(readings, (row) => row.readingCount),
+    silverEvents: readingTypes.reduce((total, type) => total + events(type), 0),
     validGpsEvents,
     lastAdcinAt: iso(device.lastAdcinAt),
     lastGpsAt: iso(device.lastGpsAt),
@@ -259,17 +250,14 @@ export async function readDataQuality(
     const snapshot = await client.query<{ at: Date }>('SELECT statement_timestamp() AS at');
     const { devices, totalAssets } = await devicesInScope(client, scope, assetId, rules);
     const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), ...hours };
-    const messages = await readMessageCounts(client, query);
-    const readings = await readReadingCounts(client, query);
+    const counts = await readDeviceCounts(client, query);
     const errors = await recentErrors(client, scope, hours, assetId);
-    return { devices, totalAssets, messages, readings, errors, at: snapshot.rows[0]!.at };
+    return { devices, totalAssets, counts, errors, at: snapshot.rows[0]!.at };
   });
-  const { devices, totalAssets, messages, readings, errors } = read;
-  const messagesByDevice = groupBy(messages, (row) => row.deviceId);
-  const readingsByDevice = groupBy(readings, (row) => row.deviceId);
-  const assessed = devices.map((device) =>
-    assessDevice(device, messagesByDevice.get(device.id) ?? [], readingsByDevice.get(device.id) ?? [], rules),
-  );
+  const { devices, totalAssets, counts, errors } = read;
+  const countsByDevice = new Map(counts.map((entry) => [entry.deviceId, entry]));
+  const messages = counts.flatMap((entry) => entry.messages);
+  const assessed = devices.map((device) => assessDevice(device, countsByDevice.get(device.id), rules));
   const assets = assessed.map(({ onlineStatus: _onlineStatus, ...entry }) => entry);
 
   const messageTypes = [...groupBy(messages, (row) => row.messageType).entries()]
