@@ -10,6 +10,7 @@ import {
   type Reading,
   type ReadingType,
 } from '@gantry/contracts';
+import { fastReading } from './fast-validation.ts';
 import { ok, rejected, type RejectionReason, type StepResult } from './result.ts';
 
 /** A message as it came off the broker. */
@@ -142,6 +143,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /** Validates one reading payload of a known type with its zod schema. */
 export function validateReadingStep(type: ReadingType, value: unknown): StepResult<Reading> {
   if (!isPlainObject(value)) return rejected('invalid_payload', `a ${type} payload must be a JSON object`);
+  const fast = fastReading(type, value);
+  if (fast !== undefined) return ok(fast);
   const parsed = readingPayloadSchemas[type].safeParse(value);
   if (!parsed.success) {
     const { reason, detail } = reasonFromIssues(parsed.error.issues, value);
