@@ -23,7 +23,7 @@ describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) =>
 
   beforeAll(async () => {
     db = await createTestDatabase(`ingest_write_${mode}`, mode);
-    ids = uniqueDeviceIds(2, 'write');
+    ids = uniqueDeviceIds(3, 'write');
     await provisionFleet(db.pool, ids);
   });
   afterAll(async () => {
@@ -118,5 +118,56 @@ describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) =>
       payload: { lat: 91 },
     });
     expect(unnest!.bronze.filter((row) => row.status === 'accepted')).toHaveLength(awkward.length * 2 + 3);
+  });
+
+  it('COPY stores only the new readings of a batch that repeats stored ones, copying at once and after a duplicate probing first', async () => {
+    const deviceId = ids[2]!;
+    const receivedAt = Date.now();
+    const gps = (second: number) =>
+      parseMessage(
+        {
+          topic: `gantry/v1/devices/${deviceId}/gps`,
+          payload: Buffer.from(
+            JSON.stringify({ ts: new Date(receivedAt - 600_000 + second * 1000).toISOString(), lat: 51.9, lon: 4.05 }),
+          ),
+          receivedAt,
+        },
+        { maxPayloadBytes: 65536, bounds: { maxFutureMs: 300_000, maxAgeMs: 400 * 86_400_000, now: receivedAt } },
+      );
+    const write = (seconds: number[]) =>
+      withTransaction(db.pool, (client) =>
+        writeBatch(client, seconds.map(gps), { method: 'copy', oversizedPayloadBytes: 4096 }),
+      );
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, index) => from + index);
+
+    // Nothing stored yet: copied at once.
+    expect((await write(range(0, 10))).storedReadings).toBe(10);
+    // Half of it stored: the COPY meets a duplicate, rolls back and the batch probes.
+    const second = await write(range(5, 15));
+    expect(second.storedReadings).toBe(5);
+    expect(second.outcomes.map((outcome) => outcome.status)).toEqual([
+      ...Array(5).fill('duplicate'),
+      ...Array(5).fill('accepted'),
+    ]);
+    // Right after a duplicate the lookup goes first.
+    const third = await write(range(12, 20));
+    expect(third.storedReadings).toBe(5);
+    expect(third.outcomes.filter((outcome) => outcome.status === 'duplicate')).toHaveLength(3);
+
+    const { rows } = await db.pool.query<{ readings: number; distinct_ts: number }>(
+      `SELECT count(*)::int AS readings, count(DISTINCT r.ts)::int AS distinct_ts
+         FROM telemetry_readings r JOIN devices d ON d.id = r.device_id WHERE d.device_id = $1`,
+      [deviceId],
+    );
+    expect(rows[0]).toEqual({ readings: 20, distinct_ts: 20 });
+    const bronze = await db.pool.query<{ status: string; n: number; readings: number }>(
+      `SELECT status, count(*)::int AS n, sum(reading_count)::int AS readings FROM device_messages
+        WHERE device_key = $1 GROUP BY status ORDER BY status`,
+      [deviceId],
+    );
+    expect(bronze.rows).toEqual([
+      { status: 'accepted', n: 20, readings: 20 },
+      { status: 'duplicate', n: 8, readings: 0 },
+    ]);
   });
 });

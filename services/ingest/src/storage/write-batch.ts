@@ -105,10 +105,25 @@ async function copyBinaryInto(
   });
 }
 
-/** Inserts new readings, skipping (device, type, ts) already stored; returns the keys inserted. */
-async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteMethod): Promise<Set<string>> {
+/** Which of a batch's keys its silver write stored. */
+interface InsertedKeys {
+  has(key: string): boolean;
+}
+
+const EVERY_KEY: InsertedKeys = { has: () => true };
+
+/**
+ * Inserts new readings, skipping (device, type, ts) already stored; returns the keys
+ * inserted. `probe`: look up stored keys first (COPY method), as after recent duplicates.
+ */
+async function insertReadings(
+  client: PoolClient,
+  rows: Cell[][],
+  method: WriteMethod,
+  probe: boolean,
+): Promise<InsertedKeys> {
   if (rows.length === 0) return new Set();
-  if (method === 'copy') return copyNewReadings(client, rows);
+  if (method === 'copy') return copyNewReadings(client, rows, probe);
   const result = await client.query<{ device_id: string; type: string; ts: Date }>(
     `/* ingest:insertReadings */ INSERT INTO telemetry_readings (${silverNames})
      SELECT * FROM ${unnestCall(silverColumns)} ON CONFLICT DO NOTHING RETURNING device_id, type, ts`,
@@ -120,13 +135,36 @@ async function insertReadings(client: PoolClient, rows: Cell[][], method: WriteM
 }
 
 /**
- * The COPY method: looks up which keys silver holds already, then COPYs the others in
- * binary straight into telemetry_readings. Cheaper than INSERT … ON CONFLICT: no text
- * to parse, and COPY writes heap pages in bulk (one WAL record per page instead of a
- * speculative insert and its confirmation per row). The key still guards: a reading
- * stored meanwhile by another batch fails the COPY, and the rows go in the other way.
+ * How long the COPY method keeps looking up stored keys first after it last met a
+ * duplicate. Duplicates come in runs (a redelivered window after a reconnect, a device
+ * resending its buffer, a replay): while they do, probing first is cheaper than a COPY
+ * that fails; otherwise the probe is a wasted statement per batch.
  */
-async function copyNewReadings(client: PoolClient, rows: Cell[][]): Promise<Set<string>> {
+const PROBE_AFTER_DUPLICATE_MS = 60_000;
+let probeUntil = 0;
+
+/** Whether the COPY method looks up stored keys before copying (always for a replay). */
+function probeFirst(replay: boolean): boolean {
+  return replay || Date.now() < probeUntil;
+}
+
+function duplicatesMet(): void {
+  probeUntil = Date.now() + PROBE_AFTER_DUPLICATE_MS;
+}
+
+/**
+ * The COPY method: binary COPY straight into telemetry_readings, cheaper than INSERT …
+ * ON CONFLICT: no text to parse, and COPY writes heap pages in bulk (one WAL record per
+ * page instead of a speculative insert and its confirmation per row). The key guards
+ * against duplicates: a reading silver holds already fails the COPY (rolled back to a
+ * savepoint), and the batch then looks up which keys are stored and copies the others.
+ * While duplicates keep coming (PROBE_AFTER_DUPLICATE_MS) the lookup goes first.
+ */
+async function copyNewReadings(client: PoolClient, rows: Cell[][], probe: boolean): Promise<InsertedKeys> {
+  if (!probe) {
+    if (await copyUnlessDuplicate(client, rows)) return EVERY_KEY;
+    duplicatesMet();
+  }
   const { rows: existing } = await client.query<{ device_id: string; type: string; ts: Date }>(
     // LIMIT 1 per key keeps it a probe of the key index per reading, never a scan of silver.
     `/* ingest:existingReadings */ SELECT r.device_id, r.type, r.ts
@@ -148,6 +186,7 @@ async function copyNewReadings(client: PoolClient, rows: Cell[][]): Promise<Set<
       ),
     ],
   );
+  if (existing.length > 0) duplicatesMet();
   const stored = new Set(existing.map((row) => `${row.device_id}|${row.type}|${row.ts.getTime()}`));
   const inserted = new Set<string>();
   const fresh = rows.filter((row) => {
@@ -159,15 +198,21 @@ async function copyNewReadings(client: PoolClient, rows: Cell[][]): Promise<Set<
   if (fresh.length === 0) return inserted;
   // A reading committed meanwhile by another writer (a redelivered copy) fails the COPY:
   // these rows then go in through INSERT … ON CONFLICT instead, nothing else is undone.
+  if (await copyUnlessDuplicate(client, fresh)) return inserted;
+  return insertReadings(client, fresh, 'unnest', false);
+}
+
+/** COPYs the rows under a savepoint; false (and rolled back) if one of them is stored already. */
+async function copyUnlessDuplicate(client: PoolClient, rows: Cell[][]): Promise<boolean> {
   await client.query('SAVEPOINT silver_copy');
   try {
-    await copyBinaryInto(client, 'telemetry_readings', silverColumns, copyBinary(silverColumns, fresh));
+    await copyBinaryInto(client, 'telemetry_readings', silverColumns, copyBinary(silverColumns, rows));
+    return true;
   } catch (error) {
     if ((error as { code?: unknown }).code !== '23505') throw error;
     await client.query('ROLLBACK TO SAVEPOINT silver_copy');
-    return insertReadings(client, fresh, 'unnest');
+    return false;
   }
-  return inserted;
 }
 
 export async function resolveDevices(client: PoolClient, keys: Iterable<string>): Promise<Map<string, DeviceRecord>> {
@@ -279,6 +324,7 @@ export async function writeBatch(
     client,
     candidates.map((candidate) => candidate.row),
     options.method,
+    probeFirst(options.replay !== undefined),
   );
 
   const dirtyFrom = new Map<string, { tenantId: string; ts: number }>();
