@@ -9,7 +9,9 @@
  * Plus the two bulk-write methods (unnest, COPY) on the same batches, database only, and
  * the physical limit: one plain COPY of the same silver rows into a table without any
  * index or key, with Gantry's ratio to it.
- * The machine may be shared: the load average and box CPU are printed with each figure.
+ * The machine may be shared: the load average and box CPU are printed with each figure, and
+ * the CPU time per message of the ingest process and of its database backends, which
+ * depends little on what else runs.
  *
  * Env: GANTRY_BENCH_DATABASE_URL (default the test server), BENCH_MESSAGES (200000),
  * BENCH_DEVICES (300), BENCH_NAIVE_SECONDS (15), BENCH_STORAGE_MODE (auto),
@@ -48,6 +50,7 @@ const serverUrl =
 
 const now = () => performance.timeOrigin + performance.now();
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
+const cpuPer = (seconds: number, count: number) => ((seconds * 1e6) / count).toFixed(1);
 
 function cpuTimes(): { idle: number; total: number } {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
@@ -143,6 +146,44 @@ function rssOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rss: kib('VmRSS') * 1024, peak: kib('VmHWM') * 1024 };
+}
+
+/** CPU seconds (user + system) a process has used; 0 once it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU used by the ingest process and by its database backends over a phase: what a
+ * message costs, which (unlike a rate) barely depends on what else the shared box runs.
+ */
+async function cpuMeter(
+  pool: Pool,
+  database: string,
+  ingestPid: number,
+): Promise<() => Promise<{ ingest: number; database: number }>> {
+  const backends = async () => {
+    const { rows } = await pool.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'gantry-ingest'`,
+      [database],
+    );
+    return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]));
+  };
+  const ingestStart = cpuSeconds(ingestPid);
+  const start = await backends();
+  return async () => {
+    const end = await backends();
+    let database = 0;
+    for (const [pid, seconds] of end) database += seconds - (start.get(pid) ?? 0);
+    return { ingest: cpuSeconds(ingestPid) - ingestStart, database };
+  };
 }
 
 async function provision(pool: Pool, deviceIds: string[]): Promise<void> {
@@ -285,22 +326,26 @@ async function main(): Promise<void> {
       rssMax = Math.max(rssMax, rssOf(ingest.process.pid!).rss);
     }, 100);
     meter = busyMeter();
+    let cpu = await cpuMeter(pool, database, ingest.process.pid!);
     published = now();
     await publishMessages(publisher, traffic(2));
     const e2eDone = await whenCount(pool, 'telemetry_readings', MESSAGES);
     const e2eRate = MESSAGES / ((e2eDone - published) / 1000);
     const e2eLoad = meter();
+    const e2eCpu = await cpu();
     const bronzeRows = await count(pool, 'device_messages');
 
     // 4. Batch uploads of 100 readings.
     await truncate(pool);
     const batchMessages = toBatches(traffic(3), { size: 100, uploadAt: Date.now() });
     meter = busyMeter();
+    cpu = await cpuMeter(pool, database, ingest.process.pid!);
     published = now();
     await publishMessages(publisher, batchMessages);
     const batchDone = await whenCount(pool, 'telemetry_readings', MESSAGES);
     const batchRate = MESSAGES / ((batchDone - published) / 1000);
     const batchLoad = meter();
+    const batchCpu = await cpu();
     clearInterval(rssTimer);
     const rss = rssOf(ingest.process.pid!);
     rssMax = Math.max(rssMax, rss.rss);
@@ -369,6 +414,7 @@ async function main(): Promise<void> {
       `2. Gantry end to end (bronze + silver committed)    ${fmt(e2eRate).padStart(10)} msg/s   = ${(e2eRate / relayRate).toFixed(2)} × relay; ${fmt(bronzeRows)} bronze rows   [${e2eLoad}]`,
       `3. naive baseline (one INSERT per message)          ${fmt(naiveRate).padStart(10)} msg/s   = Gantry is ${(e2eRate / naiveRate).toFixed(0)} × faster   [${naiveLoad}]`,
       `4. batch messages of 100 readings                   ${fmt(batchRate).padStart(10)} readings/s   (${fmt(batchMessages.length)} messages)   [${batchLoad}]`,
+      `   CPU per message end to end: ingest ${cpuPer(e2eCpu.ingest, MESSAGES)} µs, its database backends ${cpuPer(e2eCpu.database, MESSAGES)} µs; per reading of the batch uploads: ingest ${cpuPer(batchCpu.ingest, MESSAGES)} µs, database ${cpuPer(batchCpu.database, MESSAGES)} µs`,
       `5. ingest RSS                                       ${(rssMax / 1048576).toFixed(0).padStart(10)} MiB at most while running (${(rssIdle / 1048576).toFixed(0)} MiB idle after start, peak ${(rss.peak / 1048576).toFixed(0)} MiB)`,
       '',
       `write methods (database only, 2,000-message batches): unnest ${fmt(methods.unnest!)} msg/s [${methodLoad.unnest}], COPY ${fmt(methods.copy!)} msg/s [${methodLoad.copy}]`,

@@ -3,7 +3,7 @@ import type { Config } from '@gantry/config';
 import type { Pool, StorageMode } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { Batcher } from './batcher.ts';
-import { ingestMetrics } from './metrics.ts';
+import { ingestMetrics, noteReceivedMessage } from './metrics.ts';
 import { openIngestConnection, type IngestConnection } from './mqtt/connection.ts';
 import { parseMessage, type TimeBounds } from './pipeline/steps.ts';
 
@@ -92,7 +92,7 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
         { topic: packet.topic, payload, receivedAt },
         { maxPayloadBytes: settings.maxPayloadBytes, bounds: timeBounds(config, receivedAt) },
       );
-      ingestMetrics.received.inc({ type: message.messageType ?? 'unknown' });
+      noteReceivedMessage(message.messageType ?? 'unknown');
       if (packet.dup) ingestMetrics.redelivered.inc();
       batcher.add({ message, settle });
     },

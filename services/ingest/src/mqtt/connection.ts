@@ -2,7 +2,7 @@ import mqtt, { type IClientOptions, type IConnackPacket, type MqttClient } from 
 import type { IPublishPacket } from 'mqtt-packet';
 import { TOPIC_PREFIX } from '@gantry/contracts';
 import type { Logger } from '@gantry/logger';
-import { ingestMetrics } from '../metrics.ts';
+import { ingestMetrics, noteUnacknowledged } from '../metrics.ts';
 import { attachDeferredAcks, type DeferredAcks } from './deferred-acks.ts';
 
 export interface IngestConnectionOptions {
@@ -129,7 +129,7 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
     maxUnacked: options.maxInFlight,
     maxUnackedBytes: options.maxInFlightBytes,
     onPacket: options.onPacket,
-    onUnackedChange: (count) => ingestMetrics.inFlight.set(count),
+    onUnackedChange: noteUnacknowledged,
   });
   return new Promise((resolve, reject) => {
     let settled = false;

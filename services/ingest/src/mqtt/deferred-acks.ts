@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { MqttClient } from 'mqtt';
-import { generate, type IPublishPacket } from 'mqtt-packet';
+import type { IPublishPacket } from 'mqtt-packet';
 
 /**
  * Acknowledging QoS 1 messages after their batch committed, without stalling the stream.
@@ -23,6 +23,23 @@ import { generate, type IPublishPacket } from 'mqtt-packet';
  * limits sit above what a healthy pipeline reaches.
  */
 const DEFERRED = new Error('PUBACK deferred until the batch is committed');
+
+/**
+ * PUBACKs for these packet ids in one buffer, byte for byte what mqtt-packet's generate
+ * writes (MQTT 5: reason code 0 and an empty property list; 3.1.1: the id alone), without
+ * a buffer and a generic encoder run per acknowledgement.
+ */
+export function encodePubacks(ids: readonly number[], protocolVersion: number): Buffer {
+  const size = protocolVersion === 5 ? 6 : 4;
+  const buffer = Buffer.alloc(size * ids.length);
+  for (let index = 0; index < ids.length; index += 1) {
+    const offset = index * size;
+    buffer[offset] = 0x40;
+    buffer[offset + 1] = size - 2;
+    buffer.writeUInt16BE(ids[index]!, offset + 2);
+  }
+  return buffer;
+}
 
 interface Pending {
   messageId: number;
@@ -79,7 +96,7 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
 
   const flush = () => {
     flushQueued = false;
-    const buffers: Buffer[] = [];
+    const ids: number[] = [];
     const current = client.stream as Duplex | undefined;
     const live = current !== undefined && client.connected && !current.destroyed && current.writable;
     const protocolVersion = client.options.protocolVersion ?? 4;
@@ -90,15 +107,13 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
       const left = (unackedByStream.get(entry.stream) ?? 1) - 1;
       if (left > 0) unackedByStream.set(entry.stream, left);
       else unackedByStream.delete(entry.stream);
-      if (live && entry.stream === current) {
-        buffers.push(generate({ cmd: 'puback', messageId: entry.messageId }, { protocolVersion }));
-      }
+      if (live && entry.stream === current) ids.push(entry.messageId);
     }
     if (head > 4096 && head * 2 > pending.length) {
       pending = pending.slice(head);
       head = 0;
     }
-    if (buffers.length > 0) current!.write(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers));
+    if (ids.length > 0) current!.write(encodePubacks(ids, protocolVersion));
     report();
     release();
   };
