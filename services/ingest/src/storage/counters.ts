@@ -57,7 +57,7 @@ export interface CountedMessage {
 /** Message columns per topic type; a type that is none of them (always rejected) counts as `other`. */
 const messageGroups = [...deviceMessageTypes, 'other'] as const;
 
-/** The counting columns of device_counts_hourly, in table order (db/migrations/0140_device_counts_hourly.sql). */
+/** The counting columns of device_counts_hourly, in table order (db/migrations/0140, 0141: integer but payload_bytes). */
 export const deviceCounterColumns: readonly string[] = [
   ...messageGroups.flatMap((type) => [`${type}_messages`, `${type}_errors`, `${type}_rejected`]),
   'duplicates',
@@ -90,7 +90,7 @@ const deviceKeyColumns: readonly Column[] = [
 ];
 const deviceColumns: readonly Column[] = [
   ...deviceKeyColumns,
-  ...deviceCounterColumns.map((name): Column => ({ name, kind: 'int8' })),
+  ...deviceCounterColumns.map((name): Column => ({ name, kind: name === 'payload_bytes' ? 'int8' : 'int4' })),
 ];
 const errorKeyColumns: readonly Column[] = [
   ...deviceKeyColumns,
