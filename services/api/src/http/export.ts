@@ -302,6 +302,26 @@ function streamCsv(ctx: Context, connection: ExportConnection, copyText: string)
   ctx.body = copy;
 }
 
+/**
+ * A column as the XLSX path reads it. JSON as PostgreSQL writes it, so both formats carry
+ * the same text. Timestamps as whole epoch milliseconds (float8, exact: computed in
+ * numeric), since `new Date(ms)` is far cheaper than parsing PostgreSQL's text form
+ * (postgres-date took 6% of the reporting export's CPU); the cell shows milliseconds, as
+ * the CSV does.
+ */
+function xlsxProjection(column: ExportColumn): string {
+  const ref = `export_page.${pg.escapeIdentifier(column.name)}`;
+  const alias = pg.escapeIdentifier(column.name);
+  switch (column.type) {
+    case 'json':
+      return `${ref}::text AS ${alias}`;
+    case 'timestamp':
+      return `floor(extract(epoch FROM ${ref}) * 1000)::float8 AS ${alias}`;
+    default:
+      return ref;
+  }
+}
+
 /** Characters XML 1.0 cannot carry; a cell holding one would make the workbook unreadable. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters XML cannot carry
 const XML_INVALID = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
@@ -312,6 +332,8 @@ function cellValue(value: unknown, type: ExportColumnType | undefined): ExcelJS.
   if (value === null || value === undefined) return null;
   switch (type) {
     case 'timestamp':
+      // Epoch milliseconds (xlsxProjection); ±infinity has no date cell.
+      if (typeof value === 'number') return Number.isFinite(value) ? new Date(value) : null;
       return value instanceof Date ? value : new Date(String(value));
     case 'integer':
     case 'number':
@@ -393,13 +415,7 @@ function streamXlsx(ctx: Context, connection: ExportConnection, request: ExportR
     width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
     ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
   }));
-  // JSON as PostgreSQL writes it, so both formats carry the same text.
-  const projection = request.columns
-    .map(
-      (column) =>
-        `export_page.${pg.escapeIdentifier(column.name)}${column.type === 'json' ? `::text AS ${pg.escapeIdentifier(column.name)}` : ''}`,
-    )
-    .join(', ');
+  const projection = request.columns.map(xlsxProjection).join(', ');
   const cursor = connection.client.query(
     new Cursor(
       `/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`,
