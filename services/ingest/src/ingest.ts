@@ -33,7 +33,7 @@ export function ingestClientId(config: Config): string {
   return config.ingest.clientId ?? `gantry-ingest-${os.hostname()}`.slice(0, 64);
 }
 
-/** Time bounds of DESIGN §2 against a clock: not too far ahead, not older than silver's retention. */
+/** A reading's time bounds against a clock (docs/ingest.md): not too far ahead, not older than silver's retention. */
 export function timeBounds(config: Config, now: number): TimeBounds {
   return {
     maxFutureMs: config.ingest.maxFutureSeconds * 1000,
