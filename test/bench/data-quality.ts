@@ -37,6 +37,7 @@ import {
 import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { readDeviceCounts, wholeHours } from '../../services/api/src/features/telemetry/counts.repository.ts';
 import { testConfig } from '../support/api.ts';
+import { countHistory } from './counter-history.ts';
 
 const HOUR = 3_600_000;
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 1000);
@@ -49,7 +50,6 @@ const serverUrl =
   process.env.GANTRY_BENCH_DATABASE_URL ??
   process.env.GANTRY_TEST_DATABASE_URL ??
   'postgresql://postgres@127.0.0.1:5432/postgres';
-const TYPES = ['gps', 'adcin', 'heartbeat', 'hourmeter', 'imu', 'identifier'];
 
 const load = () => `load ${os.loadavg()[0]!.toFixed(2)}`;
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -94,19 +94,6 @@ async function provisionFleet(pool: Pool, name: string, devices: number): Promis
     deviceKeys: rows.map((row) => row.device_id),
     key: apiKey.key,
   };
-}
-
-/** 23 earlier hours as ingest would have counted them: 60 messages (one reading each) of each type per device and hour. */
-async function countHistory(pool: Pool, fleet: Fleet, openHour: number): Promise<void> {
-  const perType = TYPES.flatMap((type) => [`${type}_messages`, `${type}_readings`]);
-  await pool.query(
-    `INSERT INTO device_counts_hourly (tenant_id, device_id, asset_id, bucket, ${perType.join(', ')},
-                                       readings_added, payload_bytes, timed_messages, valid_gps_fixes)
-     SELECT $1, d.id, d.asset_id, $2::timestamptz - h * interval '1 hour', ${perType.map(() => '60').join(', ')},
-            ${60 * TYPES.length}, ${3600 * TYPES.length}, ${60 * TYPES.length}, 57
-       FROM devices d, generate_series(1, 23) h WHERE d.tenant_id = $1`,
-    [fleet.tenantId, new Date(openHour)],
-  );
 }
 
 /**
@@ -244,7 +231,7 @@ async function main(): Promise<void> {
     const costFleet = await provisionFleet(pool, 'Cost', 200);
     const openHour = Math.floor(Date.now() / HOUR) * HOUR;
     const openScope = { deviceIds: fleet.deviceIds, from: new Date(openHour), to: new Date(openHour + HOUR) };
-    await countHistory(pool, fleet, openHour);
+    await countHistory(pool, fleet.tenantId, openHour);
     // As deployed: no response validation (the tests check the schema).
     const config = testConfig(url);
     const api = await startApiServer(

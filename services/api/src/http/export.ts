@@ -1,5 +1,5 @@
 /**
- * Streaming CSV/XLSX exports for any feature (DESIGN §4, spec "Limits").
+ * Streaming CSV/XLSX exports for any feature (docs/telemetry-api.md and docs/reporting.md, "Exports").
  *
  * A feature hands over one ordered SQL query with its parameters and the list of
  * columns to export; this module answers one page of at most 50,000 rows, starting at
