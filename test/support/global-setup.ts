@@ -48,6 +48,15 @@ async function ensureTemplate(admin: pg.Client, mode: StorageMode, fingerprint: 
         await client.query(
           `SELECT alter_job(job_id, scheduled => false) FROM timescaledb_information.jobs WHERE job_id >= 1000`,
         );
+        // Nor the record of a job run while it was built: a policy that ran (and failed,
+        // as they do on some TimescaleDB/PostgreSQL pairs) in the building database would
+        // make every clone report its gold as failed before anything ran in it.
+        await client.query(`DO $$ BEGIN
+          DELETE FROM _timescaledb_internal.bgw_job_stat;
+          IF to_regclass('_timescaledb_internal.bgw_job_stat_history') IS NOT NULL THEN
+            DELETE FROM _timescaledb_internal.bgw_job_stat_history;
+          END IF;
+        END $$`);
         await client.end();
       }
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
