@@ -2,7 +2,7 @@ import { utilizationStatement, type Queryable } from '@gantry/db';
 import type { ExportColumn } from '../../http/export.ts';
 import { assetRefColumns, selectList, type TelemetryScope } from './sql.ts';
 import { listTelemetryAssets } from './telemetry-assets.repository.ts';
-import type { MetricQuery } from './utilization.service.ts';
+import { goldQuery, type MetricQuery } from './utilization.service.ts';
 
 export type MetricName = 'utilization' | 'container-work';
 
@@ -90,16 +90,14 @@ export async function metricExportStatement(
 ): Promise<MetricExportStatement> {
   const assets = await listTelemetryAssets(db, scope, query.assetId, query.q);
   const fleet = query.groupBy === 'fleet';
-  const wholeFleet = fleet && !query.assetId && !query.q;
-  const statement = await utilizationStatement(db, {
-    tenantId: scope.tenantId,
-    assetIds: assets.map((asset) => asset.id),
-    from: query.range.from,
-    to: query.range.to,
-    bucket: query.bucket,
-    groupBy: query.groupBy,
-    ...(wholeFleet ? { fleetScope: { customerName: scope.customerName } } : {}),
-  });
+  const statement = await utilizationStatement(
+    db,
+    goldQuery(
+      scope,
+      query,
+      assets.map((asset) => asset.id),
+    ),
+  );
   const values = [...statement.values];
   const param = (value: unknown, type: string) => {
     values.push(value);

@@ -3,6 +3,7 @@ import {
   utilizationFigures,
   type GoldCoverage,
   type Queryable,
+  type UtilizationQuery,
   type UtilizationRow,
 } from '@gantry/db';
 import type { ResolvedRange } from '../../http/query.ts';
@@ -51,6 +52,24 @@ const zeroSums = {
 };
 
 /**
+ * The gold read's query for a request over these assets: a fleet series of the key's
+ * whole fleet (no `q`, no `assetId`) names its scope, so the fleet rollup may answer.
+ * The page and the export (metric-export.ts) both ask through it.
+ */
+export function goldQuery(scope: TelemetryScope, query: MetricQuery, assetIds: string[]): UtilizationQuery {
+  const wholeFleet = query.groupBy === 'fleet' && !query.assetId && !query.q;
+  return {
+    tenantId: scope.tenantId,
+    assetIds,
+    from: query.range.from,
+    to: query.range.to,
+    bucket: query.bucket,
+    groupBy: query.groupBy,
+    ...(wholeFleet ? { fleetScope: { customerName: scope.customerName } } : {}),
+  };
+}
+
+/**
  * Utilization/container-work sums for one page, from the gold read module (gold where
  * covered, the open bucket included, live otherwise). The fleet series lists every
  * bucket of the range — zeros where nothing ran — so charts need no gap filling; per-asset
@@ -68,16 +87,13 @@ export async function readMetricPage(
   const byId = new Map(assets.map((asset) => [asset.id, asset]));
   const bucketSeconds = BUCKET_SECONDS[query.bucket];
   const fleet = query.groupBy === 'fleet';
-  const wholeFleet = fleet && !query.assetId && !query.q;
   const result = await readUtilization(db, {
-    tenantId: scope.tenantId,
-    assetIds: assets.map((asset) => asset.id),
-    from: query.range.from,
-    to: query.range.to,
-    bucket: query.bucket,
-    groupBy: query.groupBy,
+    ...goldQuery(
+      scope,
+      query,
+      assets.map((asset) => asset.id),
+    ),
     ...(fleet ? {} : { limit, offset }),
-    ...(wholeFleet ? { fleetScope: { customerName: scope.customerName } } : {}),
   });
 
   let rows: MetricRow[];
