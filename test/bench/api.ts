@@ -18,9 +18,6 @@
  * GANTRY_BENCH_STORAGE_MODE: auto (default), postgres or timescaledb; --exports-only skips
  * the endpoint runs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type pg from 'pg';
@@ -30,6 +27,7 @@ import { silentLogger } from '@gantry/logger';
 import { recountCounters } from '../../services/ingest/src/storage/counters.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
+import { startBenchApi, type ApiProcess } from './api-process.ts';
 
 const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
@@ -267,42 +265,6 @@ async function prepare(): Promise<{ url: string; seed: Seed; storageMode: Storag
   }
 }
 
-interface ApiProcess {
-  url: string;
-  child: ChildProcess;
-  rssKb(): number;
-  peakKb(): number;
-}
-
-function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) : 0;
-}
-
-async function startApi(databaseUrl: string): Promise<ApiProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./api-server.ts', import.meta.url).pathname], {
-    env: {
-      ...process.env,
-      GANTRY_DATABASE_URL: databaseUrl,
-      GANTRY_LOG_LEVEL: 'silent',
-      GANTRY_DB_POOL_SIZE: '16',
-      // The benchmark measures the endpoints, not the rate limiter's refusals.
-      GANTRY_RATE_LIMIT_PER_SECOND: '1000000',
-      GANTRY_RATE_LIMIT_BURST: '1000000',
-      GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '100000',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`the API process exited (${code})`)));
-  });
-  const { url } = JSON.parse(line) as { url: string };
-  const pid = child.pid!;
-  return { url, child, rssKb: () => procStatus(pid, 'VmRSS'), peakKb: () => procStatus(pid, 'VmHWM') };
-}
-
 interface Scenario {
   name: string;
   path: string;
@@ -377,7 +339,7 @@ const pad = (text: string, width: number) => text.padEnd(width);
 
 async function main(): Promise<void> {
   const { url: databaseUrl, seed, storageMode } = await prepare();
-  const api = await startApi(databaseUrl);
+  const api = await startBenchApi(databaseUrl, { GANTRY_DB_POOL_SIZE: '16' });
   const anchor = Date.parse(seed.anchor);
   const iso = (ms: number) => new Date(ms).toISOString();
   const lastDay = `from=${iso(anchor - DAY)}&to=${iso(anchor)}`;

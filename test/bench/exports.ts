@@ -21,11 +21,10 @@
  * Targets: CSV ≤ 2 × psql and ≤ 0.5 s (quiet machine), XLSX ≤ 3 s, RSS growth ≤ 50 MB for
  * one export and ≤ 150 MB for four.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import type pg from 'pg';
@@ -43,6 +42,7 @@ import { exportColumns, orderedSql, type TelemetryScope } from '../../services/a
 import { metricQuery, metricRange } from '../../services/api/src/features/telemetry/buckets.ts';
 import { metricExportStatement } from '../../services/api/src/features/telemetry/metric-export.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
+import { startBenchApi, type ApiProcess } from './api-process.ts';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
 
 const run = promisify(execFile);
@@ -236,52 +236,6 @@ async function prepare(url: string): Promise<Seed> {
   }
 }
 
-interface ApiProcess {
-  url: string;
-  child: ChildProcess;
-  rssKb(): number;
-  /** CPU seconds the API process has used (all its threads: deflate, GC, …). */
-  cpuSeconds(): number;
-}
-
-const CLOCK_TICKS = 100;
-
-function cpuSeconds(pid: number): number {
-  // utime and stime, fields 14 and 15 of /proc/pid/stat (after the parenthesised name).
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
-function rssKb(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) : 0;
-}
-
-async function startApi(databaseUrl: string): Promise<ApiProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./api-server.ts', import.meta.url).pathname], {
-    env: {
-      ...process.env,
-      GANTRY_DATABASE_URL: databaseUrl,
-      GANTRY_LOG_LEVEL: 'silent',
-      GANTRY_RATE_LIMIT_PER_SECOND: '1000000',
-      GANTRY_RATE_LIMIT_BURST: '1000000',
-      GANTRY_EXPORT_RATE_LIMIT_PER_MINUTE: '100000',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`the API process exited (${code})`)));
-  });
-  const pid = child.pid!;
-  return {
-    url: (JSON.parse(line) as { url: string }).url,
-    child,
-    rssKb: () => rssKb(pid),
-    cpuSeconds: () => cpuSeconds(pid),
-  };
-}
-
 /**
  * Samples the API's RSS while fn runs: growth = peak during fn − RSS before it (MB); and
  * the CPU seconds the API used meanwhile (without the waits for a CPU that a busy
@@ -427,7 +381,7 @@ function scenarios(seedData: Seed, pool: Pool): Scenario[] {
 async function main(): Promise<void> {
   const databaseUrl = withDatabase(benchServerUrl(), DATABASE);
   const seedData = await prepare(databaseUrl);
-  const api = await startApi(databaseUrl);
+  const api = await startBenchApi(databaseUrl);
   const pool = createPool(databaseUrl, { max: 2 });
   const directory = mkdtempSync(path.join(os.tmpdir(), 'gantry-bench-exports-'));
   const lines: string[] = [];
