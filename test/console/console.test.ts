@@ -11,16 +11,14 @@ import { createOutbox } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { DEMO_CUSTOMER_NAME, provisioning } from '@gantry/api';
 import {
-  ensureDemo,
   startDemoFleetFromDatabase,
   type DemoFleetStart,
   type DemoKeys,
 } from '../../services/cli/src/commands/demo.ts';
-import { startWorker, type RunningWorker } from '../../services/worker/src/index.ts';
-import { json, startTestApi, testConfig, type TestApi } from '../support/api.ts';
-import { startTestBroker, type TestBroker } from '../support/broker.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { startTestIngest, type TestIngest } from '../support/ingest.ts';
+import { json, startTestApi, type TestApi } from '../support/api.ts';
+import type { TestBroker } from '../support/broker.ts';
+import { startDemoStack, type DemoStack } from '../support/demo.ts';
+import type { TestDatabase } from '../support/database.ts';
 import { repoRoot } from '../support/processes.ts';
 
 // The console in headless Chromium against what `gantry start` runs: the demo tenant, its
@@ -53,8 +51,7 @@ const TILE_PNG = Buffer.from(
 
 let db: TestDatabase;
 let broker: TestBroker;
-let ingest: TestIngest;
-let worker: RunningWorker;
+let stack: DemoStack | undefined;
 let api: TestApi;
 let keys: DemoKeys;
 let fleet: DemoFleetStart | null = null;
@@ -127,18 +124,8 @@ function tableRows(page: Page, selector: string): Promise<string[][]> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase('console');
-  broker = await startTestBroker();
-  keys = await ensureDemo(db.pool, 3);
-  api = await startTestApi(db.pool, db.url);
-  ingest = await startTestIngest({ pool: db.pool, databaseUrl: db.url, mqttUrl: broker.url });
-  worker = startWorker({
-    config: testConfig(db.url),
-    pool: db.pool,
-    logger: silentLogger(),
-    outbox: createOutbox({ maxAttempts: 3 }),
-    storageMode: db.mode,
-  });
+  stack = await startDemoStack('console');
+  ({ db, broker, api, keys } = stack);
   fleet = await startDemoFleetFromDatabase(db.pool, { mqttUrl: broker.url, logger: silentLogger() });
   await fleet!.fleet.ready;
   // One more machine, of the other customer, whose fixes the test publishes itself: made
@@ -185,11 +172,7 @@ afterAll(async () => {
   await browser?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
   await fleet?.fleet.stop();
-  await ingest?.stop();
-  await worker?.stop();
-  await api?.close();
-  await broker?.stop();
-  await db?.drop();
+  await stack?.stop();
 });
 
 describe('GET /console', () => {

@@ -1,18 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOutbox } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import {
-  ensureDemo,
   startDemoFleetFromDatabase,
   type DemoFleetStart,
   type DemoKeys,
 } from '../../services/cli/src/commands/demo.ts';
-import { startWorker, type RunningWorker } from '../../services/worker/src/index.ts';
-import { json, startTestApi, testConfig, type TestApi } from '../support/api.ts';
-import { startTestBroker, type TestBroker } from '../support/broker.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { startTestIngest, type TestIngest } from '../support/ingest.ts';
+import { json, type TestApi } from '../support/api.ts';
+import type { TestBroker } from '../support/broker.ts';
+import { startDemoStack, type DemoStack } from '../support/demo.ts';
+import type { TestDatabase } from '../support/database.ts';
 
 // What `gantry start` does for the demo, minus the embedded PostgreSQL and broker: the
 // demo provisioning (ensureDemo), ingest, the worker, the API (every answer checked
@@ -27,37 +24,22 @@ const TEST_TIMEOUT_MS = GUARD_MS + 60_000;
 
 let db: TestDatabase;
 let broker: TestBroker;
-let ingest: TestIngest;
-let worker: RunningWorker;
+let stack: DemoStack | undefined;
 let api: TestApi;
 let keys: DemoKeys;
 let started: DemoFleetStart | null = null;
 let liveFrom = 0;
 
 beforeAll(async () => {
-  db = await createTestDatabase('demo');
-  broker = await startTestBroker();
-  keys = await ensureDemo(db.pool, 3);
-  api = await startTestApi(db.pool, db.url);
-  ingest = await startTestIngest({ pool: db.pool, databaseUrl: db.url, mqttUrl: broker.url });
-  worker = startWorker({
-    config: testConfig(db.url),
-    pool: db.pool,
-    logger: silentLogger(),
-    outbox: createOutbox({ maxAttempts: 3 }),
-    storageMode: db.mode,
-  });
+  stack = await startDemoStack('demo');
+  ({ db, broker, api, keys } = stack);
   liveFrom = Date.now();
   started = await startDemoFleetFromDatabase(db.pool, { mqttUrl: broker.url, logger: silentLogger() });
 }, 120_000);
 
 afterAll(async () => {
   await started?.fleet.stop();
-  await ingest?.stop();
-  await worker?.stop();
-  await api?.close();
-  await broker?.stop();
-  await db?.drop();
+  await stack?.stop();
 });
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
