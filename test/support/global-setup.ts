@@ -91,8 +91,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
   if (process.env.GANTRY_TEST_TIMESCALEDB !== 'off') {
     const availability = await checkTimescaleAvailability(admin);
-    if (availability.available) templates.timescaledb = await ensureTemplate(admin, 'timescaledb', fingerprint);
-    else console.info(`[gantry tests] TimescaleDB mode skipped: ${availability.reason}`);
+    if (availability.available) {
+      // A template built by another TimescaleDB (or PostgreSQL) version holds that version's
+      // catalog: an upgraded server gets a template of its own.
+      const { rows } = await admin.query<{ versions: string }>(
+        `SELECT current_setting('server_version_num') || coalesce(
+           (SELECT default_version FROM pg_available_extensions WHERE name = 'timescaledb'), '') AS versions`,
+      );
+      const versioned = createHash('sha256')
+        .update(fingerprint)
+        .update(rows[0]?.versions ?? '')
+        .digest('hex');
+      templates.timescaledb = await ensureTemplate(admin, 'timescaledb', versioned.slice(0, 10));
+    } else console.info(`[gantry tests] TimescaleDB mode skipped: ${availability.reason}`);
   }
   await admin.end();
 
