@@ -101,6 +101,27 @@ export function toAssetRef(row: Row) {
   };
 }
 
+/**
+ * `round((numericSql)::numeric, digits)::float8`, the rounding the lists and exports show,
+ * without its two casts through text when they cannot change the answer. float8 → numeric
+ * prints 15 significant digits and parses them, numeric → float8 prints and parses again:
+ * about 2 µs per value, half of the usage-sessions export statement's time.
+ *
+ * With y = value × 10^digits in float8: when |y| < 1e9 and y is more than 1e-4 from a
+ * tie (k + 0.5), both the numeric rounding and round(y) pick the same integer n (the
+ * 15-digit text and the float8 product are within 1e-5 of the exact y), and n / 10^digits
+ * in float8 is the double nearest to that decimal, which is what the cast back finds: the
+ * same float8, bit for bit (`+ 0.0` turns round's −0 into the numeric path's 0). Near a
+ * tie, out of range, NaN or infinite, the numeric expression runs. `float8Sql` is the
+ * same quantity in float8 when `(numericSql)::float8` would itself be a numeric cast.
+ */
+export function roundedFloat8(numericSql: string, digits: number, float8Sql = `(${numericSql})::float8`): string {
+  const scaled = `((${float8Sql}) * ${10 ** digits}::float8)`;
+  return `CASE WHEN abs(${scaled}) < 1e9::float8 AND abs(${scaled} - floor(${scaled}) - 0.5::float8) > 1e-4::float8
+        THEN round(${scaled}) / ${10 ** digits}::float8 + 0.0::float8
+        ELSE round((${numericSql})::numeric, ${digits})::float8 END`;
+}
+
 /** ContainerWorkSummary columns (flattened) over a row source with the given column names. */
 export function containerWorkColumns(source: {
   cycles: string;
@@ -113,12 +134,16 @@ export function containerWorkColumns(source: {
     { name: 'containerCycleCount', sql: `(${source.cycles})::bigint`, type: 'int' },
     { name: 'loadedSeconds', sql: `round(${source.loadedSeconds})::bigint`, type: 'int' },
     { name: 'emptySeconds', sql: `round(${source.emptySeconds})::bigint`, type: 'int' },
-    { name: 'loadedDistanceM', sql: `round((${source.loadedDistance})::numeric, 1)::float8`, type: 'number' },
-    { name: 'emptyDistanceM', sql: `round((${source.emptyDistance})::numeric, 1)::float8`, type: 'number' },
+    { name: 'loadedDistanceM', sql: roundedFloat8(source.loadedDistance, 1), type: 'number' },
+    { name: 'emptyDistanceM', sql: roundedFloat8(source.emptyDistance, 1), type: 'number' },
     {
       name: 'loadedPercent',
       sql: `CASE WHEN (${source.loadedSeconds}) + (${source.emptySeconds}) > 0
-        THEN round(((${source.loadedSeconds}) * 100.0 / ((${source.loadedSeconds}) + (${source.emptySeconds})))::numeric, 2)::float8 ELSE 0 END`,
+        THEN ${roundedFloat8(
+          `(${source.loadedSeconds}) * 100.0 / ((${source.loadedSeconds}) + (${source.emptySeconds}))`,
+          2,
+          `(${source.loadedSeconds})::float8 * 100 / ((${source.loadedSeconds}) + (${source.emptySeconds}))::float8`,
+        )} ELSE 0 END`,
       type: 'number',
     },
   ];
