@@ -69,6 +69,8 @@ beforeAll(async () => {
             ...exportQueryParams,
             total: z.coerce.number().int().min(0).default(TOTAL_ROWS),
             prefix: z.string().default('row '),
+            /** A column to export that the query does not have. */
+            missing: z.string().optional(),
           }),
         },
         responses: exportResponses(format),
@@ -76,7 +78,7 @@ beforeAll(async () => {
           await sendExport(ctx, db.pool, {
             format,
             filename: 'series export',
-            columns,
+            columns: query.missing ? [...columns, { name: query.missing }] : columns,
             query: seriesQuery(query.total, query.prefix),
             offset: query.offset,
           });
@@ -244,6 +246,19 @@ describe('CSV export', () => {
     }
     const nul = await fetch(`${baseUrl}/series.csv?prefix=%00`);
     expect(nul.status).toBe(400);
+  });
+
+  it('answers a column the query lacks with a 500 before any byte, CSV and XLSX alike', async () => {
+    for (const format of ['csv', 'xlsx']) {
+      const response = await fetch(`${baseUrl}/series.${format}?missing=nope`);
+      expect(response.status).toBe(500);
+      expect(response.headers.get('content-type')).toContain('application/json');
+      expect(response.headers.has('x-export-truncated')).toBe(false);
+      await response.body?.cancel();
+    }
+    for (let attempt = 0; attempt < 100 && (await activeExports()) > 0; attempt += 1)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await activeExports()).toBe(0);
   });
 
   it('gives the database connection back when the client goes away mid-stream', async () => {

@@ -14,9 +14,10 @@
  * XLSX through exceljs' streaming WorkbookWriter fed from a pg cursor, 100 rows at a
  * time. Both follow the client's pace: a slow reader leaves the rest of the page in
  * PostgreSQL, not in this process, and a client that leaves before the last byte gets
- * its query cancelled (see ExportConnection). The probe for "more rows?" and the rows
- * themselves are read in one REPEATABLE READ transaction, so the headers and the body
- * describe the same snapshot.
+ * its query cancelled (see ExportConnection). The rows are read in a REPEATABLE READ
+ * transaction whose snapshot a second, short-lived connection imports to answer "more
+ * rows?" for the headers while the page is being computed, so the headers and the body
+ * describe the same snapshot and the check costs no time of its own.
  *
  * Usage in a feature's routes.ts:
  *
@@ -156,23 +157,17 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
   const connection = new ExportConnection(pool, await pool.connect(), ctx.res);
   try {
     await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    // A misnamed column fails here, as a 500 before any byte; LIMIT 0 plans without running.
-    await connection.client.query(
-      `/* api:exportColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
-      request.query.values,
+    const { rows } = await connection.client.query<{ snapshot: string }>(
+      '/* api:exportSnapshot */ SELECT pg_export_snapshot() AS snapshot',
     );
-    // Only the existence of a row past the page: the query's own output columns are not
-    // needed, so the planner drops the joins and expressions that only feed them.
-    const limitIndex = request.query.values.length + 1;
-    const probe = await connection.client.query<{ more: boolean }>(
-      `/* api:exportProbe */ SELECT EXISTS (SELECT 1 FROM (${request.query.text}\n) AS export_page OFFSET $${limitIndex}::bigint) AS more`,
-      [...request.query.values, request.offset + EXPORT_MAX_ROWS],
-    );
+    // The page check runs beside the page, on a second connection reading the same
+    // snapshot: the rows are computed while it looks past them, instead of after.
+    const probe = connection.beside(rows[0]?.snapshot ?? '', (client) => pageCheck(client, request));
+    const body = copyText !== null ? startCsv(connection, copyText) : startXlsx(connection, request);
+    const truncated = await probe;
     if (connection.gone) throw new Error('export client went away');
-    const truncated = probe.rows[0]?.more === true;
     setExportHeaders(ctx, request, truncated);
-    if (copyText !== null) streamCsv(ctx, connection, copyText);
-    else streamXlsx(ctx, connection, request);
+    body.send(ctx);
   } catch (error) {
     connection.abandon(error instanceof Error ? error : new Error(String(error)));
     // Nobody is left to read an error response (the query was cancelled because of that).
@@ -182,15 +177,42 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
 }
 
 /**
+ * Whether rows remain past the page, after checking that the query has the columns to
+ * export (a misnamed column is a 500 before any byte; LIMIT 0 plans without running).
+ * The existence check needs none of the query's output columns, so the planner drops
+ * the joins and expressions that only feed them.
+ */
+async function pageCheck(client: pg.Client, request: ExportRequest): Promise<boolean> {
+  await client.query(
+    `/* api:exportColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
+    request.query.values,
+  );
+  const limitIndex = request.query.values.length + 1;
+  const probe = await client.query<{ more: boolean }>(
+    `/* api:exportProbe */ SELECT EXISTS (SELECT 1 FROM (${request.query.text}\n) AS export_page OFFSET $${limitIndex}::bigint) AS more`,
+    [...request.query.values, request.offset + EXPORT_MAX_ROWS],
+  );
+  return probe.rows[0]?.more === true;
+}
+
+/** The body of a page, started before the headers are known and sent once they are. */
+interface ExportBody {
+  send(ctx: Context): void;
+}
+
+/**
  * The pooled connection of one export and what ends it. Done: COMMIT and back to the
  * pool. Failed, or the client went away before the last byte: the backend's query is
  * cancelled (pg_cancel_backend from a connection of its own, so it works when the pool
  * is exhausted, and while the backend is computing rather than writing — a closed
  * socket alone stops it only at its next write), then the connection is discarded,
- * since it may still be inside COPY.
+ * since it may still be inside COPY. The page check's connection (beside) is cancelled
+ * the same way.
  */
 class ExportConnection {
   private ended = false;
+  /** Connections running beside this one (the page check), cancelled with it. */
+  private readonly besides = new Set<pg.Client>();
   /** True once the response closed before its last byte. */
   gone = false;
 
@@ -208,6 +230,31 @@ class ExportConnection {
     if (this.gone) this.abandon(new Error('export client went away'));
   }
 
+  /**
+   * Runs fn on a connection of its own (not the pool's: an export holding one pooled
+   * connection must never wait for a second) inside a read-only transaction on the
+   * export's snapshot. The export's transaction outlives it: the page is handed to the
+   * response, and so can end and commit, only after fn is done. Abandoning the export
+   * cancels fn's query as well.
+   */
+  async beside<T>(snapshot: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ ...this.pool.options, connectionTimeoutMillis: 10_000 });
+    // Errors reach fn's queries; a broken socket afterwards must not crash the process.
+    client.on('error', () => undefined);
+    this.besides.add(client);
+    try {
+      if (this.ended) throw new Error('export already ended');
+      await client.connect();
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await client.query(`SET TRANSACTION SNAPSHOT ${pg.escapeLiteral(snapshot)}`);
+      return await fn(client);
+    } finally {
+      this.besides.delete(client);
+      // Ending the session also ends its read-only transaction; nothing to commit.
+      void client.end().catch(() => undefined);
+    }
+  }
+
   /** The query is over: commit the read-only transaction and give the connection back. */
   finish(): void {
     if (this.ended) return;
@@ -221,10 +268,15 @@ class ExportConnection {
   abandon(error: Error): void {
     if (this.ended) return;
     this.ended = true;
-    const pid = (this.client as unknown as { processID?: number }).processID;
+    for (const client of this.besides) void cancelBackend(this.pool, processId(client));
+    const pid = processId(this.client);
     // The connection is held until the cancel is done, so the pid cannot be reused meanwhile.
     void cancelBackend(this.pool, pid).finally(() => this.client.release(error));
   }
+}
+
+function processId(client: pg.ClientBase): number | undefined {
+  return (client as unknown as { processID?: number | null }).processID ?? undefined;
 }
 
 async function cancelBackend(pool: Pool, pid: number | undefined): Promise<void> {
@@ -293,13 +345,19 @@ export function copyStatement(request: Pick<ExportRequest, 'columns' | 'query' |
  * slow client leaves the rows in PostgreSQL (its socket buffer, then a blocked backend),
  * not in this process.
  */
-function streamCsv(ctx: Context, connection: ExportConnection, copyText: string): void {
+function startCsv(connection: ExportConnection, copyText: string): ExportBody {
   const copy = connection.client.query(copyTo(copyText));
   finished(copy, (error) => {
     if (error) connection.abandon(error instanceof Error ? error : new Error(String(error)));
     else connection.finish();
   });
-  ctx.body = copy;
+  return {
+    send(ctx) {
+      // A COPY that failed while the page check ran (no byte is sent yet): a 500.
+      if (copy.errored) throw copy.errored;
+      ctx.body = copy;
+    },
+  };
 }
 
 /**
@@ -397,9 +455,43 @@ function addSheetRow(sheet: ExcelJS.Worksheet, columns: ExportColumn[], row: unk
  * its mark. A slow client therefore holds at most two batches of rows in this process;
  * the rest waits in PostgreSQL behind the cursor.
  */
-function streamXlsx(ctx: Context, connection: ExportConnection, request: ExportRequest): void {
-  const output = new PassThrough();
-  ctx.body = output;
+function startXlsx(connection: ExportConnection, request: ExportRequest): ExportBody {
+  const projection = request.columns.map(xlsxProjection).join(', ');
+  const cursor = connection.client.query(
+    new Cursor(
+      `/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`,
+      request.query.values,
+      { rowMode: 'array' },
+    ),
+  );
+  const read = () => {
+    const batch = cursor.read(XLSX_BATCH_ROWS) as Promise<unknown[][]>;
+    // Awaited below, unless the export fails first: then its rejection is expected.
+    batch.catch(() => undefined);
+    return batch;
+  };
+  // The first batch is computed while the page check runs.
+  const first = read();
+  return {
+    send(ctx) {
+      const output = new PassThrough();
+      ctx.body = output;
+      writeWorkbook(output, connection, request, cursor, first, read).catch((error: Error) => {
+        connection.abandon(error);
+        output.destroy(error);
+      });
+    },
+  };
+}
+
+async function writeWorkbook(
+  output: PassThrough,
+  connection: ExportConnection,
+  request: ExportRequest,
+  cursor: Cursor,
+  first: Promise<unknown[][]>,
+  read: () => Promise<unknown[][]>,
+): Promise<void> {
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
     stream: output,
     useStyles: true,
@@ -415,42 +507,21 @@ function streamXlsx(ctx: Context, connection: ExportConnection, request: ExportR
     width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
     ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
   }));
-  const projection = request.columns.map(xlsxProjection).join(', ');
-  const cursor = connection.client.query(
-    new Cursor(
-      `/* api:exportXlsx */ ${pageQuery(request.query.text, request.offset, projection)}`,
-      request.query.values,
-      { rowMode: 'array' },
-    ),
-  );
-
-  const read = () => {
-    const batch = cursor.read(XLSX_BATCH_ROWS) as Promise<unknown[][]>;
-    // Awaited below, unless the export fails first: then its rejection is expected.
-    batch.catch(() => undefined);
-    return batch;
-  };
-  const run = async () => {
-    let next = read();
-    for (;;) {
-      const rows = await next;
-      if (connection.gone || output.destroyed) throw new Error('export client went away');
-      const last = rows.length < XLSX_BATCH_ROWS;
-      // PostgreSQL computes the next batch while this one is written.
-      if (!last) next = read();
-      for (const row of rows) addSheetRow(sheet, request.columns, row);
-      if (last) break;
-      await drained(output, inputs);
-    }
-    await cursor.close();
-    connection.finish();
-    sheet.commit();
-    await workbook.commit();
-  };
-  run().catch((error: Error) => {
-    connection.abandon(error);
-    output.destroy(error);
-  });
+  let next = first;
+  for (;;) {
+    const rows = await next;
+    if (connection.gone || output.destroyed) throw new Error('export client went away');
+    const last = rows.length < XLSX_BATCH_ROWS;
+    // PostgreSQL computes the next batch while this one is written.
+    if (!last) next = read();
+    for (const row of rows) addSheetRow(sheet, request.columns, row);
+    if (last) break;
+    await drained(output, inputs);
+  }
+  await cursor.close();
+  connection.finish();
+  sheet.commit();
+  await workbook.commit();
 }
 
 /** A writable stream as far as back-pressure goes. */
