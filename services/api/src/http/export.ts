@@ -75,6 +75,7 @@ import type { Pool, PoolClient } from '@gantry/db';
 import { ValidationError } from '../errors.ts';
 import { ErrorResponse } from './common-schemas.ts';
 import type { ResponseSpec } from './route.ts';
+import { sheetRowWriter, type CellModel, type SheetRowWriter } from './xlsx-rows.ts';
 
 /** Rows in one export response (spec "Limits"). */
 export const EXPORT_MAX_ROWS = 50_000;
@@ -426,12 +427,17 @@ const PLAIN_STYLE: Partial<ExcelJS.Style> = {};
 const ROW_STYLE: Partial<ExcelJS.Style> = {};
 
 /**
- * One row, written out at once. exceljs gives every new row and cell a style object of its
- * own (the row's and the column's merged), and the writer renders each style object it has
- * not seen before as XML to find its style id: two thirds of the XLSX time went there.
- * One shared object per kind of cell makes that a WeakMap hit after the first row. A date
- * always gets the date format (the writer's cache is by object, not by value type).
+ * The style of a cell. exceljs' styles writer renders each style object it has not seen
+ * before as XML to find its style id (two thirds of the XLSX time went there when every
+ * cell had an object of its own); one shared object per kind of cell makes that a WeakMap
+ * hit after the first row. A date always gets the date format (the cache is by object,
+ * not by value type).
  */
+function cellStyle(value: ExcelJS.CellValue, column: ExportColumn): Partial<ExcelJS.Style> {
+  return value instanceof Date || column.type === 'timestamp' ? TIMESTAMP_STYLE : PLAIN_STYLE;
+}
+
+/** One row through exceljs' Row and Cell objects (when sheetRowWriter is unavailable). */
 function addSheetRow(sheet: ExcelJS.Worksheet, columns: ExportColumn[], row: unknown[]): void {
   const values = new Array<ExcelJS.CellValue>(columns.length);
   for (let index = 0; index < columns.length; index += 1) {
@@ -441,10 +447,26 @@ function addSheetRow(sheet: ExcelJS.Worksheet, columns: ExportColumn[], row: unk
   // Row.style is what the writer reads for the row; exceljs' typings leave it out.
   (sheetRow as ExcelJS.Row & { style: Partial<ExcelJS.Style> }).style = ROW_STYLE;
   for (let index = 0; index < columns.length; index += 1) {
-    const dated = values[index] instanceof Date || (columns[index] as ExportColumn).type === 'timestamp';
-    sheetRow.getCell(index + 1).style = dated ? TIMESTAMP_STYLE : PLAIN_STYLE;
+    sheetRow.getCell(index + 1).style = cellStyle(values[index] ?? null, columns[index] as ExportColumn);
   }
   sheetRow.commit();
+}
+
+/** One row as the cell models exceljs' Row would give its renderer (see xlsx-rows.ts). */
+function writeSheetRow(writer: SheetRowWriter, columns: ExportColumn[], row: unknown[]): void {
+  const suffix = String(writer.nextRow);
+  const cells = new Array<CellModel>(columns.length);
+  for (let index = 0; index < columns.length; index += 1) {
+    const column = columns[index] as ExportColumn;
+    const value = cellValue(row[index], column.type);
+    const address = (writer.letters[index] as string) + suffix;
+    const style = cellStyle(value, column);
+    if (typeof value === 'number') cells[index] = { address, type: ExcelJS.ValueType.Number, value, style };
+    else if (typeof value === 'string') cells[index] = { address, type: ExcelJS.ValueType.String, value, style };
+    else if (value instanceof Date) cells[index] = { address, type: ExcelJS.ValueType.Date, value, style };
+    else cells[index] = { address, type: ExcelJS.ValueType.Null, style };
+  }
+  writer.write(cells);
 }
 
 /**
@@ -507,6 +529,9 @@ async function writeWorkbook(
     width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
     ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
   }));
+  // The header row goes through exceljs as usual; the data rows skip its Row and Cell objects.
+  sheet.getRow(1).commit();
+  const writer = sheetRowWriter(sheet, request.columns.length, ROW_STYLE);
   let next = first;
   for (;;) {
     const rows = await next;
@@ -514,7 +539,8 @@ async function writeWorkbook(
     const last = rows.length < XLSX_BATCH_ROWS;
     // PostgreSQL computes the next batch while this one is written.
     if (!last) next = read();
-    for (const row of rows) addSheetRow(sheet, request.columns, row);
+    if (writer) for (const row of rows) writeSheetRow(writer, request.columns, row);
+    else for (const row of rows) addSheetRow(sheet, request.columns, row);
     if (last) break;
     await drained(output, inputs);
   }
