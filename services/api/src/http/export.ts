@@ -246,6 +246,8 @@ class ExportConnection {
     try {
       if (this.ended) throw new Error('export already ended');
       await client.connect();
+      // Abandoned while connecting: there was no process id to cancel yet.
+      if (this.ended) throw new Error('export already ended');
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await client.query(`SET TRANSACTION SNAPSHOT ${pg.escapeLiteral(snapshot)}`);
       return await fn(client);
