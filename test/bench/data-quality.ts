@@ -157,7 +157,7 @@ async function oldPath(pool: Pool, fleet: Fleet, openHour: number): Promise<void
 async function counterPath(pool: Pool, fleet: Fleet): Promise<void> {
   const query = {
     tenantId: fleet.tenantId,
-    deviceIds: fleet.deviceIds,
+    devices: fleet.deviceIds,
     ...wholeHours({ from: new Date(Date.now() - 24 * HOUR), to: new Date() }),
   };
   await readDeviceCounts(pool, query);

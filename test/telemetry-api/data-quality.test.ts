@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioning } from '@gantry/api';
 import { availableStorageModes, createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { json, startTestApi, type TestApi } from '../support/api.ts';
+import { createPool } from '@gantry/db';
+import { resolveRange } from '../../services/api/src/http/query.ts';
+import { readDataQuality } from '../../services/api/src/features/telemetry/data-quality.service.ts';
+import { rangeRules } from '../../services/api/src/features/telemetry/params.ts';
+import { json, startTestApi, testConfig, type TestApi } from '../support/api.ts';
 import { provisioner } from '../support/fixtures.ts';
 import {
   createFleet,
@@ -334,6 +338,47 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
       const response = await api.external(`/telemetry/data-quality?${query}`, fleet.tenantKey);
       expect(response.status, query).toBe(400);
       expect((await json(response)).error).toContain(expected);
+    }
+  });
+
+  it('counts a topic type that is none of the message types, and gives the same answer on one connection as on several', async () => {
+    // Quiet: 20 hours ago two messages on an unknown topic type and a rejected fix, so the
+    // hours summed by different connections both hold counts.
+    await sendMessages('Quiet', [
+      ...times(2, 20 * 60, 'weather', { status: 'rejected', error: 'unknown_message_type' }),
+      ...times(1, 20 * 60 - 5, 'gps', { status: 'rejected', error: 'invalid_json' }),
+    ]);
+    const to = new Date(Math.ceil(Date.now() / HOUR) * HOUR);
+    const range = { from: new Date(to.getTime() - 24 * HOUR).toISOString(), to: to.toISOString() };
+    const body = await get(`/telemetry/data-quality?from=${range.from}&to=${range.to}`);
+    expect(body.messageTypes).toContainEqual({
+      messageType: 'weather',
+      deviceCount: 1,
+      errorMessages: 2,
+      messageCount: 2,
+      errorRate: 100,
+    });
+    expect(entry(body, 'Quiet')).toMatchObject({ messageCount: 8, errorMessages: 3, parsedMessages: 5 });
+
+    // The API reads the counters on several connections sharing one snapshot; with a
+    // single connection everything is read on it in turn, to the same answer.
+    const single = createPool(db.url, { max: 1 });
+    try {
+      const alone = await readDataQuality(
+        single,
+        { tenantId: fleet.tenantId, customerName: null },
+        resolveRange(range, rangeRules.dataQuality),
+        undefined,
+        testConfig(db.url).telemetryStatus,
+      );
+      const timeless = (answer: any) => ({
+        ...answer,
+        generatedAt: null,
+        summary: { ...answer.summary, analyticsUpdatedAt: null },
+      });
+      expect(timeless(JSON.parse(JSON.stringify(alone)))).toEqual(timeless(body));
+    } finally {
+      await single.end();
     }
   });
 });

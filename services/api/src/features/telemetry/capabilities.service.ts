@@ -39,7 +39,7 @@ export async function readCapabilities(db: Queryable, scope: TelemetryScope) {
   // Every reading type is listed, 0 when none came, so clients see stable keys.
   const messageTypesLast7d: Record<string, number> = await readReadingTotals(db, {
     tenantId: scope.tenantId,
-    deviceIds,
+    devices: deviceIds,
     ...wholeHours({ from: new Date(now - WEEK_MS), to: new Date(now) }),
   });
   const telemetryAssets = row.telemetry_assets as number;

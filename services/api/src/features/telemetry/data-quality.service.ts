@@ -1,10 +1,11 @@
 import { readingTypes, type ReadingType } from '@gantry/contracts';
-import type { Pool, PoolClient, Queryable } from '@gantry/db';
+import type { Pool, Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
 import type { ResolvedRange } from '../../http/query.ts';
 import { readDeviceCounts, wholeHours, type DeviceCounts, type HourRange } from './counts.repository.ts';
 import type { dataQualityStatuses } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type Row, type TelemetryScope } from './sql.ts';
+import { inSharedSnapshot } from './snapshot.ts';
 import { onlineStatusSql, type StatusRules } from './status.ts';
 
 type DataQualityStatus = (typeof dataQualityStatuses)[number];
@@ -214,28 +215,13 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   return groups;
 }
 
-/** Runs `fn` in one read-only snapshot, so every part of an answer sees the same commits. */
-async function inSnapshot<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
 /**
  * The data-quality report over the whole UTC hours covering [from, to): one entry per
  * device (with its asset), message types, the latest messages with an error and a
  * summary. Counts come from ingest's hourly counters, which hold every committed batch,
  * so they are exact for the hours the answer echoes as `from`/`to`, as of `generatedAt`;
- * everything is read in one snapshot. Statuses use the live online status.
+ * everything is read in one snapshot, by up to three connections at once. Statuses use
+ * the live online status.
  */
 export async function readDataQuality(
   pool: Pool,
@@ -245,14 +231,24 @@ export async function readDataQuality(
   rules: StatusRules,
 ) {
   const hours = wholeHours(range);
-  const read = await inSnapshot(pool, async (client) => {
-    // The snapshot is taken by the first statement: its time is the answer's.
-    const snapshot = await client.query<{ at: Date }>('SELECT statement_timestamp() AS at');
-    const { devices, totalAssets } = await devicesInScope(client, scope, assetId, rules);
-    const query = { tenantId: scope.tenantId, deviceIds: devices.map((device) => device.id), ...hours };
-    const counts = await readDeviceCounts(client, query);
-    const errors = await recentErrors(client, scope, hours, assetId);
-    return { devices, totalAssets, counts, errors, at: snapshot.rows[0]!.at };
+  // The counter sums are most of the work: they get connections of their own and split
+  // the hours between them (readDeviceCounts), while the first connection reads the
+  // devices and the recent errors; with no connection to spare, all run on the first.
+  const read = await inSharedSnapshot(pool, 3, async ([first, ...others], at) => {
+    const readFirst = async () => ({
+      ...(await devicesInScope(first!, scope, assetId, rules)),
+      errors: await recentErrors(first!, scope, hours, assetId),
+    });
+    const readCounts = () =>
+      readDeviceCounts(others.length > 0 ? others : [first!], {
+        tenantId: scope.tenantId,
+        devices: { scope, assetId },
+        ...hours,
+      });
+    // A connection runs one statement at a time: alone, the first reads everything in turn.
+    const [{ devices, totalAssets, errors }, counts] =
+      others.length > 0 ? await Promise.all([readFirst(), readCounts()]) : [await readFirst(), await readCounts()];
+    return { devices, totalAssets, counts, errors, at };
   });
   const { devices, totalAssets, counts, errors } = read;
   const countsByDevice = new Map(counts.map((entry) => [entry.deviceId, entry]));
