@@ -125,7 +125,8 @@ function toBatchArrays(
       index,
       message.deviceTs,
       outcome.storedReadings,
-      message.raw.payload.toString('utf8'),
+      // Sent as its bytes into the text[] column: stored messages passed the strict UTF-8 decode.
+      message.raw.payload,
     ]);
   }
   return { devices, cells, receivedFrom, receivedTo };

@@ -1,8 +1,9 @@
 /**
- * Hand-written encoders for the two bulk-write paths: PostgreSQL array literals (one
- * text parameter per column for `unnest`) and COPY text rows. node-postgres' generic
- * array serialiser quotes and regex-escapes every element; doing it per column kind is
- * what makes `unnest` as fast as COPY here (measured in test/bench/ingest.ts).
+ * Hand-written encoders for the bulk-write paths: array parameters for `unnest` and the
+ * bronze batch row (one binary parameter per column, see binaryArray), COPY binary rows
+ * for silver, and text forms (array literals, COPY text) where a statement or the
+ * benchmark needs text. node-postgres' generic array serialiser quotes and regex-escapes
+ * every element and the server then parses it back.
  */
 
 export type ColumnKind =
@@ -22,7 +23,7 @@ export interface Column {
   kind: ColumnKind;
 }
 
-/** A cell: timestamps are epoch milliseconds, bytea a Buffer, null is SQL NULL. */
+/** A cell: timestamps are epoch milliseconds, bytea a Buffer (text may be one: UTF-8 bytes), null is SQL NULL. */
 export type Cell = string | number | boolean | Buffer | null | undefined;
 
 let lastMs = Number.NaN;
@@ -36,7 +37,6 @@ function iso(ms: number): string {
   return lastIso;
 }
 
-const ARRAY_QUOTE = /["\\]/g;
 const COPY_ESCAPE = /[\\\t\n\r]/g;
 const copyEscapes: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
@@ -51,24 +51,10 @@ function plain(kind: ColumnKind, value: Exclude<Cell, null | undefined>): string
   }
 }
 
-function arrayElement(kind: ColumnKind, value: Cell): string {
-  if (value === null || value === undefined) return 'NULL';
-  if (kind === 'text') return `"${(value as string).replace(ARRAY_QUOTE, '\\$&')}"`;
-  if (kind === 'bytea') return `"\\\\x${(value as Buffer).toString('hex')}"`;
-  return plain(kind, value);
-}
-
-/** `{a,b,NULL}` for `$n::kind[]`. */
-export function arrayLiteral(kind: ColumnKind, values: Cell[]): string {
-  const parts = new Array<string>(values.length);
-  for (let index = 0; index < values.length; index += 1) parts[index] = arrayElement(kind, values[index]);
-  return `{${parts.join(',')}}`;
-}
-
-/** One array literal per column, in column order, for `unnest($1::…[], $2::…[], …)`. */
-export function columnArrays(columns: readonly Column[], rows: readonly Cell[][]): string[] {
+/** One binary array per column, in column order, for `unnest($1::…[], $2::…[], …)`. */
+export function columnArrays(columns: readonly Column[], rows: readonly Cell[][]): Buffer[] {
   return columns.map((column, index) =>
-    arrayLiteral(
+    binaryArray(
       column.kind,
       rows.map((row) => row[index]),
     ),
@@ -108,7 +94,8 @@ function binarySize(kind: ColumnKind, value: Exclude<Cell, null | undefined>): n
     case 'uuid':
       return 16;
     case 'text':
-      return Buffer.byteLength(value as string, 'utf8');
+      // A Buffer holds text already encoded (a bronze payload, valid UTF-8).
+      return Buffer.isBuffer(value) ? value.length : Buffer.byteLength(value as string, 'utf8');
     case 'bytea':
       return (value as Buffer).length;
     case 'timestamptz':
@@ -159,6 +146,7 @@ function writeBinary(buffer: Buffer, offset: number, kind: ColumnKind, value: Ex
     case 'uuid':
       return offset + uuidBuffer(value as string).copy(buffer, offset);
     case 'text':
+      if (Buffer.isBuffer(value)) return offset + value.copy(buffer, offset);
       return offset + buffer.write(value as string, offset, 'utf8');
     case 'bytea':
       return offset + (value as Buffer).copy(buffer, offset);
@@ -213,5 +201,52 @@ export function copyBinary(columns: readonly Column[], rows: readonly Cell[][]):
   }
   offset = buffer.writeInt16BE(-1, offset);
   if (offset !== size) throw new RangeError(`COPY binary encoding wrote ${offset} of ${size} bytes`);
+  return buffer;
+}
+
+/** Element type oids of the binary array header (pg_type), which array_recv checks. */
+const elementOids: Record<ColumnKind, number> = {
+  bool: 16,
+  bytea: 17,
+  int8: 20,
+  int2: 21,
+  int4: 23,
+  text: 25,
+  float4: 700,
+  float8: 701,
+  timestamptz: 1184,
+  uuid: 2950,
+};
+
+/**
+ * A one-dimensional array in PostgreSQL's binary format, for a `$n::kind[]` parameter:
+ * node-postgres sends a Buffer parameter in binary, so the server reads each element as
+ * its binary value (array_recv) instead of parsing a literal, and nothing is quoted or
+ * escaped here: a bronze payload goes in as its bytes.
+ */
+export function binaryArray(kind: ColumnKind, values: readonly Cell[]): Buffer {
+  let size = 20 + 4 * values.length;
+  let nulls = 0;
+  for (const value of values) {
+    if (value === null || value === undefined) nulls = 1;
+    else size += binarySize(kind, value);
+  }
+  const buffer = Buffer.allocUnsafe(size);
+  let offset = buffer.writeInt32BE(1, 0);
+  offset = buffer.writeInt32BE(nulls, offset);
+  offset = buffer.writeUInt32BE(elementOids[kind], offset);
+  offset = buffer.writeInt32BE(values.length, offset);
+  offset = buffer.writeInt32BE(1, offset);
+  for (const value of values) {
+    if (value === null || value === undefined) {
+      offset = buffer.writeInt32BE(-1, offset);
+      continue;
+    }
+    const start = offset + 4;
+    const end = writeBinary(buffer, start, kind, value);
+    buffer.writeInt32BE(end - start, offset);
+    offset = end;
+  }
+  if (offset !== size) throw new RangeError(`binary array encoding wrote ${offset} of ${size} bytes`);
   return buffer;
 }

@@ -5,7 +5,7 @@ import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
 import { insertBronze, updateBronzeRows } from './bronze.ts';
 import { countBatch, type CountedMessage } from './counters.ts';
-import { arrayLiteral, columnArrays, copyBinary, unnestCall, type Cell, type Column } from './encode.ts';
+import { binaryArray, columnArrays, copyBinary, unnestCall, type Cell, type Column } from './encode.ts';
 import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
 import { silverColumns, stateAssignments, stateColumns, toSilverRow, type DeviceRecord } from './tables.ts';
 import { noteUnknownDevices } from './unknown-devices.ts';
@@ -172,15 +172,15 @@ async function copyNewReadings(client: PoolClient, rows: Cell[][], probe: boolea
       CROSS JOIN LATERAL (SELECT r.device_id, r.type, r.ts FROM telemetry_readings r
                            WHERE r.device_id = k.device_id AND r.ts = k.ts AND r.type = k.type LIMIT 1) r`,
     [
-      arrayLiteral(
+      binaryArray(
         'uuid',
         rows.map((row) => row[1]),
       ),
-      arrayLiteral(
+      binaryArray(
         'timestamptz',
         rows.map((row) => row[4]),
       ),
-      arrayLiteral(
+      binaryArray(
         'text',
         rows.map((row) => row[3]),
       ),
