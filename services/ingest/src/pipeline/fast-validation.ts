@@ -20,8 +20,9 @@ import {
  * path at all.
  */
 
-/** undefined: not valid on the fast path (zod decides). */
-type FieldCheck = (value: unknown) => { value: unknown } | undefined;
+/** Not valid on the fast path (zod decides). A symbol, so a check returns its value without wrapping it in an object per field. */
+const INVALID: unique symbol = Symbol('invalid');
+type FieldCheck = (value: unknown) => unknown;
 
 interface ZodDef {
   type: string;
@@ -38,13 +39,13 @@ const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: ZodDef
 const MAX_DEVICE_TS = 253_402_300_799_999;
 
 /** deviceTimestampSchema's transform: RFC 3339 or epoch milliseconds, to epoch milliseconds. */
-function checkTimestamp(value: unknown): { value: unknown } | undefined {
+function checkTimestamp(value: unknown): unknown {
   let ms: number;
   if (typeof value === 'number') ms = Number.isFinite(value) ? Math.trunc(value) : Number.NaN;
   else if (typeof value === 'string') ms = parseRfc3339(value);
-  else return undefined;
-  if (Number.isNaN(ms) || ms < 0 || ms > MAX_DEVICE_TS) return undefined;
-  return { value: ms };
+  else return INVALID;
+  if (Number.isNaN(ms) || ms < 0 || ms > MAX_DEVICE_TS) return INVALID;
+  return ms;
 }
 
 /** Bounds and integer format of a plain number schema, or null when it has other checks. */
@@ -66,11 +67,11 @@ function numberCheck(def: ZodDef): FieldCheck | null {
     else return null;
   }
   return (value) => {
-    if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
-    if (safeInt && !Number.isSafeInteger(value)) return undefined;
-    if (minInclusive ? value < min : value <= min) return undefined;
-    if (maxInclusive ? value > max : value >= max) return undefined;
-    return { value };
+    if (typeof value !== 'number' || !Number.isFinite(value)) return INVALID;
+    if (safeInt && !Number.isSafeInteger(value)) return INVALID;
+    if (minInclusive ? value < min : value <= min) return INVALID;
+    if (maxInclusive ? value > max : value >= max) return INVALID;
+    return value;
   };
 }
 
@@ -81,18 +82,17 @@ function compileField(schema: z.ZodType): FieldCheck {
   const checks = def.checks ?? [];
   if (def.type === 'optional' && def.innerType) {
     const inner = compileField(def.innerType);
-    return (value) => (value === undefined ? { value: undefined } : inner(value));
+    return (value) => (value === undefined ? undefined : inner(value));
   }
   if (def.type === 'default' && def.innerType) {
     const inner = compileField(def.innerType);
     const fallback = def.defaultValue;
-    return (value) => (value === undefined ? { value: fallback } : inner(value));
+    return (value) => (value === undefined ? fallback : inner(value));
   }
-  if (def.type === 'boolean' && checks.length === 0)
-    return (value) => (typeof value === 'boolean' ? { value } : undefined);
+  if (def.type === 'boolean' && checks.length === 0) return (value) => (typeof value === 'boolean' ? value : INVALID);
   if (def.type === 'enum' && checks.length === 0 && def.entries) {
     const allowed = new Set(Object.values(def.entries));
-    return (value) => (typeof value === 'string' && allowed.has(value) ? { value } : undefined);
+    return (value) => (typeof value === 'string' && allowed.has(value) ? value : INVALID);
   }
   if (def.type === 'number') {
     const check = numberCheck(def);
@@ -100,7 +100,7 @@ function compileField(schema: z.ZodType): FieldCheck {
   }
   return (value) => {
     const parsed = schema.safeParse(value);
-    return parsed.success ? { value: parsed.data } : undefined;
+    return parsed.success ? parsed.data : INVALID;
   };
 }
 
@@ -114,10 +114,10 @@ function compileReading(type: ReadingType, schema: z.ZodType): FastValidator | n
   return (payload) => {
     const reading: Record<string, unknown> = { type };
     for (const field of fields) {
-      const result = field.check(payload[field.name]);
-      if (result === undefined) return undefined;
+      const value = field.check(payload[field.name]);
+      if (value === INVALID) return undefined;
       // zod leaves an absent optional key out of its output.
-      if (result.value !== undefined) reading[field.name] = result.value;
+      if (value !== undefined) reading[field.name] = value;
     }
     return reading as Reading;
   };

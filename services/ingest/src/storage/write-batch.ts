@@ -52,9 +52,39 @@ export interface BatchResult {
 }
 
 interface Candidate {
-  key: string;
+  /** Index of the message the reading came in. */
   owner: number;
   row: Cell[];
+}
+
+/** A silver row's key (device, type, ts) as a string, for sets of keys. */
+const silverKey = (row: Cell[]) => `${row[1]}|${row[3]}|${row[4]}`;
+
+/**
+ * Silver's key order (device_id, ts, type), then the message's position: the order every
+ * writer locks readings in, and copies of one reading side by side, the first received first.
+ */
+function byKey(a: Candidate, b: Candidate): number {
+  const left = a.row;
+  const right = b.row;
+  if (left[1] !== right[1]) return (left[1] as string) < (right[1] as string) ? -1 : 1;
+  if (left[4] !== right[4]) return (left[4] as number) - (right[4] as number);
+  if (left[3] !== right[3]) return (left[3] as string) < (right[3] as string) ? -1 : 1;
+  return a.owner - b.owner;
+}
+
+/** The candidates in key order, each key once (its first copy in the batch). */
+function uniqueByKey(candidates: Candidate[]): Candidate[] {
+  candidates.sort(byKey);
+  const unique: Candidate[] = [];
+  let previous: Cell[] | null = null;
+  for (const candidate of candidates) {
+    const row = candidate.row;
+    if (previous !== null && previous[1] === row[1] && previous[4] === row[4] && previous[3] === row[3]) continue;
+    unique.push(candidate);
+    previous = row;
+  }
+  return unique;
 }
 
 const stateUpsertSql = `/* ingest:upsertDeviceState */
@@ -190,7 +220,7 @@ async function copyNewReadings(client: PoolClient, rows: Cell[][], probe: boolea
   const stored = new Set(existing.map((row) => `${row.device_id}|${row.type}|${row.ts.getTime()}`));
   const inserted = new Set<string>();
   const fresh = rows.filter((row) => {
-    const key = `${row[1]}|${row[3]}|${row[4]}`;
+    const key = silverKey(row);
     if (stored.has(key)) return false;
     inserted.add(key);
     return true;
@@ -258,9 +288,7 @@ export async function writeBatch(
   );
 
   const outcomes: MessageOutcome[] = new Array(messages.length);
-  const candidates: Candidate[] = [];
-  const seen = new Set<string>();
-  const keysOf: string[][] = new Array(messages.length);
+  const readings: Candidate[] = [];
   const deltas = new Map<string, DeviceStateDelta>();
 
   messages.forEach((message, index) => {
@@ -305,21 +333,15 @@ export async function writeBatch(
       };
       return;
     }
-    const keys: string[] = [];
     for (const reading of message.readings) {
       noteReading(delta!, reading);
-      const key = `${device.id}|${reading.type}|${reading.ts}`;
-      keys.push(key);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      candidates.push({ key, owner: index, row: toSilverRow(device, reading, receivedAt) });
+      readings.push({ owner: index, row: toSilverRow(device, reading, receivedAt) });
     }
-    keysOf[index] = keys;
     outcomes[index] = { status: 'accepted', reason: null, detail: null, storedReadings: 0, device };
   });
 
   // One lock order for every writer: concurrent batches touching the same keys never deadlock.
-  candidates.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const candidates = uniqueByKey(readings);
   const inserted = await insertReadings(
     client,
     candidates.map((candidate) => candidate.row),
@@ -329,8 +351,10 @@ export async function writeBatch(
 
   const dirtyFrom = new Map<string, { tenantId: string; ts: number }>();
   let storedReadings = 0;
+  const stored: Cell[][] = [];
   for (const candidate of candidates) {
-    if (!inserted.has(candidate.key)) continue;
+    if (inserted !== EVERY_KEY && !inserted.has(silverKey(candidate.row))) continue;
+    stored.push(candidate.row);
     outcomes[candidate.owner]!.storedReadings += 1;
     storedReadings += 1;
     const ts = candidate.row[4] as number;
@@ -385,7 +409,6 @@ export async function writeBatch(
   }
   await noteUnknownDevices(client, messages, devices, options);
   // Counters commit with the rows they count (counters.ts); duplicates never reach silver.
-  const stored = candidates.filter((candidate) => inserted.has(candidate.key)).map((candidate) => candidate.row);
   await countBatch(client, messages, outcomes, stored, options.replay);
   return { outcomes, storedReadings };
 }
