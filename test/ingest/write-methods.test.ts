@@ -94,6 +94,13 @@ describe.each(availableStorageModes())('bulk write methods (%s mode)', (mode) =>
       const batch = messages(ids[index]!, receivedAt);
       await withTransaction(db.pool, (client) => writeBatch(client, batch, { method, oversizedPayloadBytes: 4096 }));
       results.push(await stored(ids[index]!));
+      // Bronze gives back every payload byte for byte, escapes and non-ASCII included (the batch row's text[] and the rejected row's bytea).
+      const { rows } = await db.pool.query<{ payload: Buffer; payload_size: number }>(
+        `SELECT payload, payload_size FROM device_messages WHERE device_key = $1 ORDER BY id`,
+        [ids[index]!],
+      );
+      expect(rows.map((row) => row.payload.toString('hex'))).toEqual(batch.map((m) => m.raw.payload.toString('hex')));
+      expect(rows.map((row) => row.payload_size)).toEqual(batch.map((m) => m.raw.payload.length));
     }
     const [unnest, copy] = results;
     expect(unnest!.readings).toHaveLength(awkward.length * 2 + 3);
