@@ -23,13 +23,15 @@
  *    hours counted beforehand) and the device and session lists; a probe device sends a heartbeat
  *    (ignition on) every second, and every few seconds the bench waits for one to be
  *    committed in silver, then for the API's open hour of the probe's asset to count it:
- *    the lag of the open hour behind the newest committed reading (target ≤ 5 s).
+ *    the lag of the open hour behind the newest committed reading (target ≤ 5 s), and the
+ *    CPU the worker took meanwhile (its process and its database backends).
  *
  * The load average is printed beside every figure: the machine is shared, figures are
  * indicative. Other env: PRESENT_REQUESTS (40 per question), PRESENT_PHASES (fleet,idle,load),
  * GANTRY_TEST_DATABASE_URL.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -343,6 +345,61 @@ async function liveHourFigure(pool: Pool, tenant: Tenant, label: string): Promis
 
 // 4. Under load -----------------------------------------------------------------------------
 
+const WORKER_APPLICATION = 'bench-present-worker';
+const CLOCK_TICKS = 100;
+
+/** utime + stime of a process, seconds; null once it is gone. */
+function processCpuSeconds(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU used by the worker process and by its database backends (found by application_name,
+ * sampled every second: a backend's CPU counts from its first sample to its last) from now
+ * until stop().
+ */
+function cpuMeter(pool: Pool, pid: number) {
+  const started = performance.now();
+  const processStart = processCpuSeconds(pid) ?? 0;
+  const backends = new Map<number, { first: number; last: number }>();
+  const sample = async () => {
+    const { rows } = await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, [
+      WORKER_APPLICATION,
+    ]);
+    for (const row of rows) {
+      const seconds = processCpuSeconds(row.pid);
+      if (seconds === null) continue;
+      const entry = backends.get(row.pid);
+      if (entry) entry.last = seconds;
+      else backends.set(row.pid, { first: seconds, last: seconds });
+    }
+  };
+  let running = true;
+  const sampling = (async () => {
+    while (running) {
+      await sample().catch(() => undefined);
+      await sleep(1000);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await sampling;
+      await sample().catch(() => undefined);
+      return {
+        seconds: (performance.now() - started) / 1000,
+        process: (processCpuSeconds(pid) ?? processStart) - processStart,
+        backends: [...backends.values()].reduce((sum, b) => sum + b.last - b.first, 0),
+      };
+    },
+  };
+}
+
 async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, tenant: Tenant): Promise<void> {
   // Data quality's default range is the last 24 hours: count the 23 before the open one,
   // as a fleet running all day would have them, so it reads a day's counter rows.
@@ -358,7 +415,13 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
         env: { ...common, GANTRY_INGEST_CLIENT_ID: `present-${run}`, GANTRY_INGEST_SHARED_GROUP: `present-${run}` },
       }),
     );
-    services.push(await spawnService('worker', { env: common }));
+    // The worker's connections carry their own application_name, so the CPU of its
+    // database backends can be told apart from ingest's and the API's.
+    const workerUrl = new URL(databaseUrl);
+    workerUrl.searchParams.set('application_name', WORKER_APPLICATION);
+    const worker = await spawnService('worker', { env: { ...common, GANTRY_DATABASE_URL: workerUrl.toString() } });
+    services.push(worker);
+    const workerCpu = cpuMeter(pool, worker.pid);
     const publisher = await createPublisher({ mqttUrl: broker.url, connections: 2, window: 2000 });
     const probePublisher = await createPublisher({ mqttUrl: broker.url, connections: 1, window: 100 });
     const stop = new AbortController();
@@ -457,6 +520,7 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
       await sleep(2000);
     }
     stop.abort();
+    const cpu = await workerCpu.stop();
     await Promise.all([publishing.catch(() => 0), probing, ...clients]);
     await publisher.close();
     await probePublisher.close();
@@ -477,6 +541,10 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
     out(
       `  open hour behind the newest committed reading: ${lags.length} probes, p50 ${percentile(lags, 50).toFixed(2)} s, ` +
         `p95 ${percentile(lags, 95).toFixed(2)} s, max ${Math.max(...lags).toFixed(2)} s (target ≤ 5 s) | ${load()}`,
+    );
+    out(
+      `  worker CPU while loaded (${cpu.seconds.toFixed(0)} s): its process ${cpu.process.toFixed(1)} s, its database backends ` +
+        `${cpu.backends.toFixed(1)} s — ${(((cpu.process + cpu.backends) / cpu.seconds) * 100).toFixed(0)} % of one core | ${load()}`,
     );
     if (failures > 0) out(`  ${failures} API requests failed (see the log lines above)`);
     out(

@@ -8,8 +8,7 @@ import {
 } from '@gantry/db';
 import { provisioning } from '@gantry/api';
 import { MachineScript, destination, type LatLon, type SimulatedMessage } from '@gantry/simulator';
-import { derivationLoop } from '../../services/worker/src/features/derivation/loop.ts';
-import { presentRefresher } from '../../services/worker/src/features/gold/present.ts';
+import { workerLoops } from '../../services/worker/src/loops.ts';
 import { availableStorageModes } from '../support/database.ts';
 import {
   createDerivationFixture,
@@ -140,11 +139,14 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
       return work(device, now - duration - 1 - index, index + 20);
     });
     await storeReadings(fixture, recent);
-    // The worker's own wiring: each derivation commit notifies the present refresher.
-    const present = presentRefresher(fixture.goldDeps, { idleMs: 1 });
-    const derive = derivationLoop({ ...fixture.derivationDeps, afterCommit: present.notify });
-    while ((await derive.runOnce()) > 0) await present.loop.runOnce();
-    await present.loop.runOnce();
+    // The worker's own wiring: PostgreSQL mode keeps gold in each derivation transaction;
+    // in TimescaleDB mode each derivation commit notifies the present refresher.
+    const loops = workerLoops({ ...fixture.derivationDeps, config: fixture.config, storageMode: mode });
+    const derive = loops.find((loop) => loop.name === 'derivation')!;
+    const present = loops.find((loop) => loop.name === 'gold-present');
+    expect(present === undefined).toBe(mode === 'postgres');
+    while ((await derive.runOnce()) > 0) await present?.runOnce();
+    await present?.runOnce();
     const { rows: log } = await fixture.pool.query(
       `SELECT count(*)::int AS n FROM gold_invalidations WHERE relation = 'utilization_hourly'`,
     );
@@ -181,47 +183,76 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
     await expectFleetEqualsGold();
   });
 
-  it('a bucket derived moments ago is answered from gold until the refresher is late, then live and exact', async () => {
-    const device = fixture.devices[3]!;
-    await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
-    await deriveAll(fixture);
-    const query: UtilizationQuery = {
-      tenantId: fixture.tenantId,
-      assetIds: [device.assetId],
-      from: new Date(day + 20 * HOUR),
-      to: new Date(day + 22 * HOUR),
-      bucket: 'hour',
-    };
-    // Not refreshed yet: within the grace the gold answer (without the new hours) stands…
-    const young = await readUtilization(fixture.pool, query);
-    expect(young.source).toBe('gold');
-    expect(young.rows).toEqual([]);
-    // …an invalidation older than the grace is answered live, with the new numbers…
-    const late = await readUtilization(fixture.pool, { ...query, pendingGraceMs: 0 });
-    expect(late.source).toBe('live');
-    expect(late.rows.length).toBeGreaterThan(0);
-    const lateFleet = await readUtilization(fixture.pool, {
-      ...query,
-      assetIds: await fleetAssets(fixture, null),
-      groupBy: 'fleet',
-      pendingGraceMs: 0,
-    });
-    const lateRollup = await readUtilization(fixture.pool, {
-      ...query,
-      assetIds: await fleetAssets(fixture, null),
-      groupBy: 'fleet',
-      pendingGraceMs: 0,
-      fleetScope: { customerName: null },
-    });
-    expect(lateRollup.source).toBe('live');
-    expect(lateRollup.rows).toEqual(lateFleet.rows);
-    // …and the refresh makes gold say the same.
-    await refreshAll(fixture);
-    const refreshed = await readUtilization(fixture.pool, query);
-    expect(refreshed.source).toBe('gold');
-    expect(refreshed.rows).toEqual(late.rows);
-    await expectFleetEqualsGold();
-  });
+  it.runIf(mode === 'timescaledb')(
+    'a bucket derived moments ago is answered from gold until the refresher is late, then live and exact',
+    async () => {
+      const device = fixture.devices[3]!;
+      await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
+      await deriveAll(fixture);
+      const query: UtilizationQuery = {
+        tenantId: fixture.tenantId,
+        assetIds: [device.assetId],
+        from: new Date(day + 20 * HOUR),
+        to: new Date(day + 22 * HOUR),
+        bucket: 'hour',
+      };
+      // Not refreshed yet: within the grace the gold answer (without the new hours) stands…
+      const young = await readUtilization(fixture.pool, query);
+      expect(young.source).toBe('gold');
+      expect(young.rows).toEqual([]);
+      // …an invalidation older than the grace is answered live, with the new numbers…
+      const late = await readUtilization(fixture.pool, { ...query, pendingGraceMs: 0 });
+      expect(late.source).toBe('live');
+      expect(late.rows.length).toBeGreaterThan(0);
+      const lateFleet = await readUtilization(fixture.pool, {
+        ...query,
+        assetIds: await fleetAssets(fixture, null),
+        groupBy: 'fleet',
+        pendingGraceMs: 0,
+      });
+      const lateRollup = await readUtilization(fixture.pool, {
+        ...query,
+        assetIds: await fleetAssets(fixture, null),
+        groupBy: 'fleet',
+        pendingGraceMs: 0,
+        fleetScope: { customerName: null },
+      });
+      expect(lateRollup.source).toBe('live');
+      expect(lateRollup.rows).toEqual(lateFleet.rows);
+      // …and the refresh makes gold say the same.
+      await refreshAll(fixture);
+      const refreshed = await readUtilization(fixture.pool, query);
+      expect(refreshed.source).toBe('gold');
+      expect(refreshed.rows).toEqual(late.rows);
+      await expectFleetEqualsGold();
+    },
+  );
+
+  it.runIf(mode === 'postgres')(
+    'a bucket is in gold, per asset and in the rollup, as soon as the derivation that wrote it commits',
+    async () => {
+      const device = fixture.devices[3]!;
+      await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
+      await deriveAll(fixture);
+      const query: UtilizationQuery = {
+        tenantId: fixture.tenantId,
+        assetIds: [device.assetId],
+        from: new Date(day + 20 * HOUR),
+        to: new Date(day + 22 * HOUR),
+        bucket: 'hour',
+      };
+      const gold = await readUtilization(fixture.pool, query);
+      const live = await readUtilization(fixture.pool, { ...query, forceSource: 'live' });
+      expect(gold.source).toBe('gold');
+      expect(gold.rows.length).toBeGreaterThan(0);
+      expect(gold.rows).toEqual(live.rows);
+      const fleet = { ...query, assetIds: await fleetAssets(fixture, null), groupBy: 'fleet' as const };
+      const rollup = await readUtilization(fixture.pool, { ...fleet, fleetScope: { customerName: null } });
+      expect(rollup.source).toBe('gold');
+      expect(rollup.rows).toEqual((await readUtilization(fixture.pool, { ...fleet, forceSource: 'live' })).rows);
+      await expectFleetEqualsGold();
+    },
+  );
 
   it('the rollup equals the sum of per-asset gold after an asset moves to another customer', async () => {
     const moved = fixture.devices[0]!;

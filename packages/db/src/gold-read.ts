@@ -1,6 +1,6 @@
 import { goldRelation, liveDefinition } from './gold.ts';
 import type { Queryable } from './pool.ts';
-import { recordedStorageMode, type StorageMode } from './storage-mode.ts';
+import { storageModeOf } from './storage-mode.ts';
 
 /**
  * What a gold relation covers, for the API's `aggregateRefresh`. Buckets before
@@ -14,16 +14,6 @@ export interface GoldCoverage {
   coverageFrom: Date | null;
   coverageTo: Date | null;
   updatedAt: Date | null;
-}
-
-const modeCache = new WeakMap<object, StorageMode>();
-
-async function storageModeOf(db: Queryable): Promise<StorageMode> {
-  const cached = modeCache.get(db);
-  if (cached) return cached;
-  const mode = (await recordedStorageMode(db)) ?? 'postgres';
-  modeCache.set(db, mode);
-  return mode;
 }
 
 interface CoverageRow {
@@ -40,10 +30,11 @@ interface CoverageRow {
  * far it has applied the invalidation log (every bucket before that matches the source,
  * buckets without data being absent); TimescaleDB mode also reads the continuous
  * aggregate's own watermark and the refresh jobs' statistics, so refreshes by policy
- * count too.
+ * count too. In PostgreSQL mode a relation kept by differences (utilization) covers up to
+ * the end of the current bucket and is up to date as of the read.
  */
 export async function readGoldCoverage(db: Queryable, relation: string): Promise<GoldCoverage> {
-  goldRelation(relation);
+  const meta = goldRelation(relation);
   const mode = await storageModeOf(db);
   const { rows } =
     mode === 'timescaledb'
@@ -72,10 +63,16 @@ export async function readGoldCoverage(db: Queryable, relation: string): Promise
           [relation],
         )
       : await db.query<CoverageRow>(
+          // A relation kept by differences changes in the derivation transactions
+          // themselves: once built, it holds every committed derivation at any moment,
+          // the current bucket included, so it is as fresh as this read.
           `/* db:readGoldCoverage */
-           SELECT status, coverage_from, coverage_to, updated_at, NULL::timestamptz AS job_finished_at, NULL::boolean AS job_failed
+           SELECT status, coverage_from, NULL::timestamptz AS job_finished_at, NULL::boolean AS job_failed,
+                  CASE WHEN $2 AND status = 'ok'
+                       THEN greatest(coverage_to, time_bucket($3::interval, now()) + $3::interval) ELSE coverage_to END AS coverage_to,
+                  CASE WHEN $2 AND status = 'ok' THEN now() ELSE updated_at END AS updated_at
              FROM gold_coverage WHERE relation = $1`,
-          [relation],
+          [relation, meta.keptByDeltas === true, meta.bucketWidth],
         );
   const row = rows[0];
   if (!row) return { status: 'pending', coverageFrom: null, coverageTo: null, updatedAt: null };

@@ -22,6 +22,12 @@ export interface GoldRelation {
   bucketWidth: string;
   /** The relation this one is rolled up from, if any (hierarchical aggregates). */
   rollupOf?: string;
+  /**
+   * PostgreSQL mode keeps the table by differences in the derivation transaction
+   * (services/worker/src/features/gold/deltas.ts) instead of from the invalidation log:
+   * it is current with every committed derivation.
+   */
+  keptByDeltas?: boolean;
   /** TimescaleDB refresh policy: how far back each run looks and how often it runs. */
   policy: { startOffset: string; endOffset: string; scheduleInterval: string };
 }
@@ -33,6 +39,7 @@ export const goldRelations: GoldRelation[] = [
     subjectColumn: 's.asset_id',
     timeColumn: 's.start_ts',
     bucketWidth: '1 hour',
+    keptByDeltas: true,
     policy: { startOffset: '3 days', endOffset: '1 hour', scheduleInterval: '1 minute' },
   },
   {
@@ -42,6 +49,7 @@ export const goldRelations: GoldRelation[] = [
     timeColumn: 'h.bucket',
     bucketWidth: '1 day',
     rollupOf: 'utilization_hourly',
+    keptByDeltas: true,
     policy: { startOffset: '7 days', endOffset: '1 day', scheduleInterval: '5 minutes' },
   },
   {
@@ -101,12 +109,15 @@ export function goldRelation(name: string): GoldRelation {
 }
 
 function definitionHash(relation: GoldRelation, mode: StorageMode): string {
-  return createHash('sha256')
-    .update(mode)
-    .update(JSON.stringify(relation))
-    .update(goldDefinition(relation.name))
-    .digest('hex')
-    .slice(0, 16);
+  return (
+    createHash('sha256')
+      .update(mode)
+      // How PostgreSQL mode keeps a relation is not its shape: changing it does not recreate it.
+      .update(JSON.stringify({ ...relation, keptByDeltas: undefined }))
+      .update(goldDefinition(relation.name))
+      .digest('hex')
+      .slice(0, 16)
+  );
 }
 
 /**

@@ -12,6 +12,7 @@ export {
   checkTimescaleAvailability,
   recordedStorageMode,
   resolveStorageMode,
+  storageModeOf,
   StorageModeError,
   type StorageMode,
   type RequestedStorageMode,

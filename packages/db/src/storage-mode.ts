@@ -54,6 +54,17 @@ export async function recordedStorageMode(client: Queryable): Promise<StorageMod
   return rows[0]?.value ?? null;
 }
 
+const modeCache = new WeakMap<object, StorageMode>();
+
+/** The recorded storage mode of the database behind `db` (a pool or client), read once per object. */
+export async function storageModeOf(db: Queryable): Promise<StorageMode> {
+  const cached = modeCache.get(db);
+  if (cached) return cached;
+  const mode = (await recordedStorageMode(db)) ?? 'postgres';
+  modeCache.set(db, mode);
+  return mode;
+}
+
 /**
  * Decides the storage mode of a database: the one recorded at its first migration, or
  * for a new database the requested one (auto: TimescaleDB when available).

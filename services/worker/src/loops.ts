@@ -8,12 +8,14 @@ import { webhookDeliveryLoop } from './features/webhooks/loop.ts';
 
 /** Every kind of background work the worker runs, feature by feature. */
 export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
-  const present = presentRefresher(deps);
+  // PostgreSQL mode keeps utilization gold in the derivation transaction itself
+  // (features/gold/deltas.ts); TimescaleDB mode refreshes its aggregates after each commit.
+  const present = deps.storageMode === 'timescaledb' ? presentRefresher(deps) : null;
   return [
     housekeepingLoop(deps),
     webhookDeliveryLoop(deps),
-    derivationLoop({ ...deps, afterCommit: present.notify }),
-    present.loop,
+    derivationLoop(present ? { ...deps, afterCommit: present.notify } : deps),
+    ...(present ? [present.loop] : []),
     goldRefreshLoop({ ...deps, refreshMs: deps.config.worker.goldRefreshMs }),
   ];
 }

@@ -11,8 +11,8 @@ const HOURLY_CHECKPOINT_DAYS = 3;
 /**
  * Derivation: while devices are dirty, derive them a batch at a time; every few
  * seconds queue devices whose open sessions fall due to time out; hourly, thin old
- * checkpoints. After each commit that derived something, `afterCommit` (the present
- * refresher's notify) has the gold buckets it invalidated refreshed at once.
+ * checkpoints. After each commit that derived something, `afterCommit` (TimescaleDB mode:
+ * the present refresher's notify) has the gold buckets it invalidated refreshed at once.
  */
 export function derivationLoop(deps: DerivationDeps & { afterCommit?: () => void }): WorkerLoop {
   let lastRecheck = 0;

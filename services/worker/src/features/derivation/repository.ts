@@ -9,6 +9,12 @@ import {
   type Segment,
   type UsageSession,
 } from '@gantry/telemetry-core';
+import {
+  contributionsSelect,
+  toContributions,
+  type ContributionRow,
+  type UtilizationContribution,
+} from '../gold/deltas.ts';
 
 export interface ClaimedDevice {
   deviceId: string;
@@ -210,19 +216,13 @@ export interface DeviceOutput {
   continueFrom: number | null;
 }
 
-export interface ReplacedRange {
-  tenantId: string;
-  assetId: string;
-  start: number;
-  end: number;
-}
-
 /**
- * Deletes what each device produced from its replace point on; returns the segment
- * ranges removed. The plain `device_id = ANY` and the earliest start let the planner use
- * the (device_id, start_ts) indexes and skip old TimescaleDB chunks.
+ * Deletes what each device produced from its replace point on; returns the utilization
+ * contributions of the segments removed (per asset and hour). The plain `device_id = ANY`
+ * and the earliest start let the planner use the (device_id, start_ts) indexes and skip
+ * old TimescaleDB chunks.
  */
-export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]): Promise<ReplacedRange[]> {
+export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]): Promise<UtilizationContribution[]> {
   const ids = outputs.map((o) => o.deviceId);
   const statement = (table: string, kind: keyof DeviceOutput['replaceFrom'], returning: string) => {
     const froms = outputs.map((o) => o.replaceFrom[kind]);
@@ -233,49 +233,59 @@ export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]
       values: [ids, froms.map(toTimestamp), toTimestamp(Math.min(...froms))],
     };
   };
-  const segments = statement('telemetry_segments', 'segments', 'RETURNING s.tenant_id, s.asset_id, s.start_ts');
-  const removed = await client.query<{ tenant_id: string; asset_id: string; first: Date; last: Date }>(
-    `/* worker:deleteSegments */
-     WITH gone AS (${segments.text})
-     SELECT tenant_id, asset_id, min(start_ts) AS first, max(start_ts) AS last FROM gone
-      WHERE asset_id IS NOT NULL GROUP BY tenant_id, asset_id`,
+  const segments = statement('telemetry_segments', 'segments', 'RETURNING s.*');
+  const removed = await client.query(
+    `/* worker:deleteSegments */ WITH gone AS (${segments.text}) ${contributionsSelect('gone')}`,
     segments.values,
   );
   const usage = statement('usage_sessions', 'usageSessions', '');
   await client.query(`/* worker:deleteUsageSessions */ ${usage.text}`, usage.values);
   const ident = statement('identifier_sessions', 'identifierSessions', '');
   await client.query(`/* worker:deleteIdentifierSessions */ ${ident.text}`, ident.values);
-  return removed.rows.map((row) => ({
-    tenantId: row.tenant_id,
-    assetId: row.asset_id,
-    start: row.first.getTime(),
-    end: row.last.getTime(),
-  }));
+  return toContributions(removed.rows, -1);
 }
 
 function columns<T>(rows: T[], pick: Array<(row: T) => unknown>): unknown[][] {
   return pick.map((fn) => rows.map(fn));
 }
 
-export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
+/**
+ * Writes the devices' new segments; returns their utilization contributions, and those
+ * of the rows they overwrote (taken away), so gold can follow (PostgreSQL mode).
+ */
+export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]): Promise<UtilizationContribution[]> {
   const rows = outputs.flatMap((o) => {
     // One row per start: a later row for the same start replaces an earlier one.
     const byStart = new Map<number, Segment>();
     for (const segment of o.segments) byStart.set(segment.start, segment);
     return [...byStart.values()].map((segment) => ({ o, segment }));
   });
-  if (rows.length === 0) return;
-  await client.query(
+  if (rows.length === 0) return [];
+  // All sub-statements see the table as it was before the statement: `replaced` holds the
+  // rows the upsert overwrites (normally none: deleteReplaced removed them already).
+  const { rows: changes } = await client.query<ContributionRow>(
     `/* worker:insertSegments */
+     WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::bool[], $7::bool[],
+         $8::bool[], $9::bool[], $10::float8[], $11::float8[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[])
+         AS i(tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded, seconds, distance_m,
+              hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
+     ), replaced AS (
+       SELECT s.* FROM input i
+        CROSS JOIN LATERAL (SELECT * FROM telemetry_segments s WHERE s.device_id = i.device_id AND s.start_ts = i.start_ts) s
+     ), written AS (
      INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded,
        seconds, distance_m, hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::bool[], $7::bool[],
-       $8::bool[], $9::bool[], $10::float8[], $11::float8[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[])
+     SELECT * FROM input
      ON CONFLICT (device_id, start_ts) DO UPDATE SET
        tenant_id = EXCLUDED.tenant_id, asset_id = EXCLUDED.asset_id, end_ts = EXCLUDED.end_ts, has_data = EXCLUDED.has_data,
        running = EXCLUDED.running, moving = EXCLUDED.moving, loaded = EXCLUDED.loaded, seconds = EXCLUDED.seconds,
        distance_m = EXCLUDED.distance_m, hourmeter_delta = EXCLUDED.hourmeter_delta, container_cycles = EXCLUDED.container_cycles,
-       imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points`,
+       imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points
+     RETURNING *)
+     SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w
+     UNION ALL
+     SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`,
     columns(rows, [
       (r) => r.o.tenantId,
       (r) => r.o.deviceId,
@@ -295,6 +305,7 @@ export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]
       (r) => r.segment.gpsPoints,
     ]),
   );
+  return toContributions(changes);
 }
 
 const whole = (seconds: number) => Math.round(seconds);

@@ -1,5 +1,5 @@
 import type { Config } from '@gantry/config';
-import { inTransaction, type Outbox, type Pool } from '@gantry/db';
+import { inTransaction, storageModeOf, type Outbox, type Pool, type StorageMode } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import {
   derive,
@@ -10,6 +10,7 @@ import {
   type Reading,
 } from '@gantry/telemetry-core';
 import { applyGeofenceTransitions, type DeviceTransitions } from '../geofences/alerts.ts';
+import { applyUtilizationDeltas, type UtilizationContribution } from '../gold/deltas.ts';
 import { loadEnabledZones, type TenantZone } from '../geofences/repository.ts';
 import type { PoolClient } from '@gantry/db';
 import { derivationMetrics } from './metrics.ts';
@@ -69,12 +70,14 @@ type Path = 'carry' | 'checkpoint' | 'scratch';
  * One derivation step: claims up to a batch of dirty devices, derives each from its
  * carry (new data), its newest checkpoint before the earliest new reading (late data)
  * or from scratch, and in the same transaction replaces what each produced before,
- * stores the new carry and checkpoints, records the gold buckets that changed and
- * applies geofence transitions. Returns how much it did (0: nothing was dirty).
+ * stores the new carry and checkpoints, brings utilization gold along (PostgreSQL mode:
+ * by differences; TimescaleDB mode: by logging the buckets that changed) and applies
+ * geofence transitions. Returns how much it did (0: nothing was dirty).
  */
 export async function deriveDirtyDevices(deps: DerivationDeps, now: () => number = Date.now): Promise<DerivationRun> {
   const started = performance.now();
   const options = derivationOptions(deps.config);
+  const mode = await storageModeOf(deps.pool);
   const client = await deps.pool.connect();
   let claimed: ClaimedDevice[] = [];
   let claiming = true;
@@ -84,7 +87,7 @@ export async function deriveDirtyDevices(deps: DerivationDeps, now: () => number
     claimed = await claimDirtyDevices(client, deps.config.worker.deviceBatch);
     claiming = false;
     if (claimed.length === 0) return { devices: 0, readings: 0, lagSeconds: null };
-    run = await inTransaction(client, (transaction) => deriveClaimed(deps, transaction, claimed, options, now));
+    run = await inTransaction(client, (transaction) => deriveClaimed(deps, transaction, claimed, options, mode, now));
   } finally {
     // The claims end with the session's advisory locks. A client that cannot give them
     // back — or whose claim failed half-way — is closed rather than pooled with them.
@@ -106,6 +109,7 @@ async function deriveClaimed(
   client: PoolClient,
   claimed: ClaimedDevice[],
   options: DerivationOptions,
+  mode: StorageMode,
   now: () => number,
 ): Promise<DerivationRun> {
   const ids = claimed.map((device) => device.deviceId);
@@ -199,11 +203,11 @@ async function deriveClaimed(
 
   if (outputs.length > 0) {
     const removed = await deleteReplaced(client, outputs);
-    await insertSegments(client, outputs);
+    const written = await insertSegments(client, outputs);
     await insertUsageSessions(client, outputs);
     await insertIdentifierSessions(client, outputs);
     await saveDerivationState(client, outputs);
-    invalidations.push(...segmentInvalidations(outputs, removed));
+    if (mode === 'timescaledb') invalidations.push(...segmentInvalidations(outputs, removed));
     await recordInvalidations(client, invalidations);
     const alerts = await applyGeofenceTransitions(client, deps.outbox, zonesById, transitions, {
       now: at,
@@ -211,6 +215,8 @@ async function deriveClaimed(
     });
     if (alerts.opened > 0) derivationMetrics.alerts.inc({ change: 'opened' }, alerts.opened);
     if (alerts.resolved > 0) derivationMetrics.alerts.inc({ change: 'resolved' }, alerts.resolved);
+    // Last before the queue rows: the gold rows it locks are held only until the commit.
+    if (mode === 'postgres') await applyUtilizationDeltas(client, [...removed, ...written]);
   }
   if (failed.length > 0) {
     // To the back of the queue, so one bad device does not hold up the others.
@@ -263,11 +269,8 @@ function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Inval
   return result;
 }
 
-/** Hours of utilization_hourly whose segments were replaced or written, per asset. */
-function segmentInvalidations(
-  outputs: DeviceOutput[],
-  removed: Array<{ tenantId: string; assetId: string; start: number; end: number }>,
-): Invalidation[] {
+/** Hours of utilization_hourly whose segments were replaced or written, per asset (TimescaleDB mode). */
+function segmentInvalidations(outputs: DeviceOutput[], removed: UtilizationContribution[]): Invalidation[] {
   const ranges = new Map<string, { tenantId: string; assetId: string; first: number; last: number }>();
   const note = (tenantId: string, assetId: string, first: number, last: number) => {
     const key = `${tenantId}|${assetId}`;
@@ -277,7 +280,7 @@ function segmentInvalidations(
       range.last = Math.max(range.last, last);
     } else ranges.set(key, { tenantId, assetId, first, last });
   };
-  for (const range of removed) note(range.tenantId, range.assetId, range.start, range.end);
+  for (const hour of removed) note(hour.tenantId, hour.assetId, hour.bucket.getTime(), hour.bucket.getTime());
   for (const output of outputs) {
     for (const segment of output.segments)
       if (segment.assetId) note(output.tenantId, segment.assetId, segment.start, segment.start);

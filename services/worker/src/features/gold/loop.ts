@@ -2,21 +2,23 @@ import type { WorkerLoop } from '../../loop.ts';
 import { PRESENT_RELATIONS } from './present.ts';
 import { refreshGold, refreshPlans, type GoldDeps } from './refresh.ts';
 
-/** The relations the present refresher (present.ts) does not keep: positions. */
-const CADENCE_RELATIONS = refreshPlans.map((plan) => plan.base).filter((base) => !PRESENT_RELATIONS.includes(base));
-
 /**
- * Keeps the gold relations that the present refresher does not keep current in both
- * storage modes: applies the invalidation log every GANTRY_GOLD_REFRESH_MS, at once again
- * while a backlog remains. Utilization follows derivation commits in present.ts instead,
- * so the two loops never contend for the same relation.
+ * Keeps the gold relations current that nothing else keeps: applies the invalidation log
+ * every GANTRY_GOLD_REFRESH_MS, at once again while a backlog remains — positions in both
+ * storage modes. Utilization is kept elsewhere (TimescaleDB mode: present.ts after each
+ * derivation commit, so the two loops never contend for one relation; PostgreSQL mode: by
+ * differences in the derivation transaction, deltas.ts), so here it is only rebuilt when
+ * installed or changed, in PostgreSQL mode.
  */
 export function goldRefreshLoop(deps: GoldDeps & { refreshMs: number }): WorkerLoop {
+  const only = refreshPlans
+    .map((plan) => plan.base)
+    .filter((base) => deps.storageMode !== 'timescaledb' || !PRESENT_RELATIONS.includes(base));
   return {
     name: 'gold-refresh',
     idleMs: deps.refreshMs,
     async runOnce() {
-      const result = await refreshGold(deps, { only: CADENCE_RELATIONS });
+      const result = await refreshGold(deps, { only });
       return result.more ? result.applied : 0;
     },
   };

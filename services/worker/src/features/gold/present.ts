@@ -15,23 +15,23 @@ export interface PresentRefresherOptions {
   /** With nothing notified, a refresh runs this often anyway (another worker's derivations, a missed lock). */
   idleMs?: number;
   /**
-   * Least time between two refreshes. PostgreSQL mode refreshes only the (asset, bucket)
-   * pairs in the log, so 0; a continuous aggregate refreshes whole time ranges, all assets
-   * of the open hour, so TimescaleDB mode spaces its refreshes.
+   * Least time between two refreshes: a continuous aggregate refreshes whole time ranges,
+   * all assets of the open hour, so refreshes are spaced.
    */
   minGapMs?: number;
 }
 
 /**
- * Keeps the open hour's and day's utilization gold (and the fleet rollup) current: the
- * derivation loop notifies after each commit, and this loop applies the invalidation
- * log at once — every notification that arrives during a refresh is served by the next
- * one, so refreshes follow derivation without queueing up. The five-second gold loop
- * refreshes the other relations (goldRefreshLoop).
+ * TimescaleDB mode: keeps the open hour's and day's utilization gold (and the fleet
+ * rollup) current: the derivation loop notifies after each commit, and this loop applies
+ * the invalidation log at once — every notification that arrives during a refresh is
+ * served by the next one, so refreshes follow derivation without queueing up. The
+ * five-second gold loop refreshes the other relations (goldRefreshLoop). PostgreSQL mode
+ * needs no such loop: derivation keeps utilization gold by differences (deltas.ts).
  */
 export function presentRefresher(deps: GoldDeps, options: PresentRefresherOptions = {}): PresentRefresher {
   const idleMs = options.idleMs ?? 1_000;
-  const minGapMs = options.minGapMs ?? (deps.storageMode === 'timescaledb' ? 1_000 : 0);
+  const minGapMs = options.minGapMs ?? 1_000;
   let notified = false;
   let stopping = false;
   let wake: (() => void) | null = null;

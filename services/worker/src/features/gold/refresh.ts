@@ -1,7 +1,6 @@
 import {
   goldDefinition,
   goldRelation,
-  UTILIZATION_SUM_COLUMNS,
   withTransaction,
   type Pool,
   type PoolClient,
@@ -9,6 +8,7 @@ import {
   type StorageMode,
 } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
+import { rebuildUtilizationCounts } from './deltas.ts';
 import { goldMetrics } from './metrics.ts';
 
 /**
@@ -203,8 +203,61 @@ interface StepOptions {
 
 // PostgreSQL mode ------------------------------------------------------------------------
 
-/** One transaction: the relation and its rollups change together, with the log rows they apply. */
 async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
+  return goldRelation(plan.base).keptByDeltas ? rebuildIfNeeded(pool, plan, options) : applyLog(pool, plan, options);
+}
+
+/**
+ * Relations kept by differences in the derivation transaction (deltas.ts) need the worker
+ * only when installed, changed or never built (status not `ok`, the fleet rollup's too):
+ * then they are rebuilt whole, under the exclusive side of the lock that derivations take
+ * shared to apply differences, so every derivation is either in the rebuild or applied
+ * after it.
+ */
+async function rebuildIfNeeded(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step> {
+  const needed = async (db: Queryable) => {
+    let gold = false;
+    for (const relation of [plan.base, ...plan.rollups]) gold ||= (await readCoverage(db, relation)).status !== 'ok';
+    const fleet = plan.fleet === true && (await readCoverage(db, FLEET)).status !== 'ok';
+    return { gold, fleet };
+  };
+  const idle: Step = { applied: 0, more: false, kind: 'incremental' };
+  const first = await needed(pool);
+  if (!first.gold && !first.fleet) return idle;
+  return withTransaction(pool, async (client) => {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`gantry:gold:${plan.base}`]);
+    const now = await needed(client);
+    if (now.gold) await rebuildPostgresPlan(client, plan, options);
+    else if (now.fleet) await rebuildFleet(client, 0);
+    else return idle;
+    return { applied: 0, more: false, kind: 'rebuild' };
+  });
+}
+
+/** Every relation of the plan (and its fleet rollup) built again from its definition. */
+async function rebuildPostgresPlan(client: PoolClient, plan: RefreshPlan, options: StepOptions): Promise<void> {
+  const started = performance.now();
+  await client.query(`/* worker:goldRebuild */ DELETE FROM gold_invalidations WHERE relation = $1`, [plan.base]);
+  for (const relation of [plan.base, ...plan.rollups]) {
+    await client.query(`/* worker:goldRebuild */ DELETE FROM ${relation}`);
+    const first = await client.query<{ first: Date | null }>(
+      `/* worker:goldRebuild */ WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, 'TRUE')} RETURNING bucket)
+       SELECT min(bucket) AS first FROM ins`,
+    );
+    await writeCoverage(client, relation, {
+      coverageFrom: first.rows[0]?.first?.getTime() ?? null,
+      coverageTo: ceilTo(options.now + 1, widthOf(relation)),
+      durationMs: performance.now() - started,
+    });
+    // A rebuilt table's statistics describe the empty one: queries would plan for no rows.
+    await client.query(`ANALYZE ${relation}`);
+  }
+  if (goldRelation(plan.base).keptByDeltas) await rebuildUtilizationCounts(client);
+  if (plan.fleet) await rebuildFleet(client, performance.now() - started);
+}
+
+/** One transaction: the relation and its rollups change together, with the log rows they apply. */
+async function applyLog(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
   return withTransaction(pool, async (client) => {
     const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
       `gantry:gold:${plan.base}`,
@@ -212,29 +265,9 @@ async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepO
     if (!lock.rows[0]?.ok) return null;
     const started = performance.now();
     const coverage = await readCoverage(client, plan.base);
-    const relations = [plan.base, ...plan.rollups];
-
     if (coverage.status === 'rebuild' || coverage.status === 'pending') {
-      await client.query(`/* worker:goldRebuild */ DELETE FROM gold_invalidations WHERE relation = $1`, [plan.base]);
-      for (const relation of relations) {
-        await client.query(`/* worker:goldRebuild */ DELETE FROM ${relation}`);
-        const first = await client.query<{ first: Date | null }>(
-          `/* worker:goldRebuild */ WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, 'TRUE')} RETURNING bucket)
-           SELECT min(bucket) AS first FROM ins`,
-        );
-        await writeCoverage(client, relation, {
-          coverageFrom: first.rows[0]?.first?.getTime() ?? null,
-          coverageTo: ceilTo(options.now + 1, widthOf(relation)),
-          durationMs: performance.now() - started,
-        });
-        // A rebuilt table's statistics describe the empty one: queries would plan for no rows.
-        await client.query(`ANALYZE ${relation}`);
-      }
-      if (plan.fleet) await rebuildFleet(client, performance.now() - started);
+      await rebuildPostgresPlan(client, plan, options);
       return { applied: 0, more: false, kind: 'rebuild' };
-    }
-    if (plan.fleet && (await readCoverage(client, FLEET)).status !== 'ok') {
-      await rebuildFleet(client, performance.now() - started);
     }
 
     const log = await client.query<{ subject_id: string; bucket_start: Date; bucket_end: Date }>(
@@ -283,7 +316,6 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
   if (windows.length === 0) return null;
   const meta = goldRelation(relation);
   const subjectKey = meta.key[0]!;
-  const fleetTable = FLEET_TABLES[relation];
   const params = [
     windows.map((w) => w.subject),
     windows.map((w) => iso(w.from)),
@@ -291,14 +323,11 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
     iso(Math.min(...windows.map((w) => w.from))),
     iso(Math.max(...windows.map((w) => w.to))),
   ];
-  const deleted = `DELETE FROM ${relation} g USING unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(subject, wfrom, wto)
-      WHERE g.${subjectKey} = w.subject AND g.bucket >= w.wfrom AND g.bucket < w.wto
-        AND g.bucket >= $4::timestamptz AND g.bucket < $5::timestamptz`;
-  // The fleet rows follow in the same statements: minus the old rows, plus the new.
   await client.query(
-    fleetTable
-      ? `/* worker:goldDeleteBuckets */ WITH old AS (${deleted} RETURNING g.*) ${fleetDeltaSql(fleetTable, 'old', -1)}`
-      : `/* worker:goldDeleteBuckets */ ${deleted}`,
+    `/* worker:goldDeleteBuckets */
+     DELETE FROM ${relation} g USING unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(subject, wfrom, wto)
+      WHERE g.${subjectKey} = w.subject AND g.bucket >= w.wfrom AND g.bucket < w.wto
+        AND g.bucket >= $4::timestamptz AND g.bucket < $5::timestamptz`,
     params,
   );
   const filter = `${meta.subjectColumn} = ANY ($1::uuid[]) AND ${meta.timeColumn} >= $4::timestamptz AND ${meta.timeColumn} < $5::timestamptz
@@ -306,14 +335,10 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
                 WHERE w.subject = ${meta.subjectColumn} AND ${meta.timeColumn} >= w.wfrom AND ${meta.timeColumn} < w.wto)`;
   const { rows } = await client.query<{ first: Date | null }>(
     `/* worker:goldInsertBuckets */
-     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING *)
-     ${fleetTable ? `, fleet AS (${fleetDeltaSql(fleetTable, 'ins', 1)})` : ''}
+     WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, filter)} RETURNING bucket)
      SELECT min(bucket) AS first FROM ins`,
     params,
   );
-  if (fleetTable) {
-    await client.query(`/* worker:fleetDropEmpty */ DELETE FROM ${fleetTable} WHERE asset_count = 0`);
-  }
   return rows[0]?.first?.getTime() ?? null;
 }
 
@@ -321,29 +346,6 @@ async function refreshSubjects(client: PoolClient, relation: string, windows: Wi
 
 /** Coverage row of the fleet rollup: `ok` once built from gold, `rebuild` until then. */
 const FLEET = 'utilization_fleet';
-const FLEET_TABLES: Record<string, string> = {
-  utilization_hourly: 'utilization_fleet_hourly',
-  utilization_daily: 'utilization_fleet_daily',
-};
-
-/**
- * Adds sign × the gold rows of `source` (a CTE of one utilization relation's rows) to the
- * fleet rows of their tenant and of their asset's customer, for member assets only. The
- * sums are numeric, so adding and taking away is exact.
- */
-function fleetDeltaSql(table: string, source: string, sign: 1 | -1): string {
-  const columns = UTILIZATION_SUM_COLUMNS.join(', ');
-  const sums = UTILIZATION_SUM_COLUMNS.map((c) => `${sign} * coalesce(sum(x.${c}), 0)`).join(', ');
-  const added = UTILIZATION_SUM_COLUMNS.map((c) => `${c} = f.${c} + EXCLUDED.${c}`).join(', ');
-  return `INSERT INTO ${table} AS f (tenant_id, all_customers, customer_name, bucket, asset_count, ${columns})
-    SELECT x.tenant_id, GROUPING(m.customer_name) = 1,
-           CASE WHEN GROUPING(m.customer_name) = 1 THEN '' ELSE m.customer_name END, x.bucket, ${sign} * count(*), ${sums}
-      FROM ${source} x JOIN fleet_members m ON m.asset_id = x.asset_id AND m.tenant_id = x.tenant_id
-     GROUP BY GROUPING SETS ((x.tenant_id, x.bucket, m.customer_name), (x.tenant_id, x.bucket))
-    ON CONFLICT (tenant_id, all_customers, customer_name, bucket)
-    DO UPDATE SET asset_count = f.asset_count + EXCLUDED.asset_count, ${added}`;
-}
-
 /** The whole rollup summed again from gold (after a gold rebuild, or when it was never built). */
 async function rebuildFleet(client: Queryable, durationMs: number): Promise<void> {
   await client.query(`/* worker:fleetRebuild */ SELECT gantry_fleet_recompute(NULL, NULL, NULL)`);
