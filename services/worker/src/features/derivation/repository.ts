@@ -250,10 +250,15 @@ function columns<T>(rows: T[], pick: Array<(row: T) => unknown>): unknown[][] {
 }
 
 /**
- * Writes the devices' new segments; returns their utilization contributions, and those
- * of the rows they overwrote (taken away), so gold can follow (PostgreSQL mode).
+ * Writes the devices' new segments. With `contributions` (PostgreSQL mode, where gold
+ * follows segments by differences) returns their utilization contributions, and those of
+ * the rows they overwrote (taken away); TimescaleDB mode runs the plain upsert.
  */
-export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]): Promise<UtilizationContribution[]> {
+export async function insertSegments(
+  client: PoolClient,
+  outputs: DeviceOutput[],
+  options: { contributions: boolean },
+): Promise<UtilizationContribution[]> {
   const rows = outputs.flatMap((o) => {
     // One row per start: a later row for the same start replaces an earlier one.
     const byStart = new Map<number, Segment>();
@@ -261,31 +266,36 @@ export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]
     return [...byStart.values()].map((segment) => ({ o, segment }));
   });
   if (rows.length === 0) return [];
-  // All sub-statements see the table as it was before the statement: `replaced` holds the
-  // rows the upsert overwrites (normally none: deleteReplaced removed them already).
-  const { rows: changes } = await client.query<ContributionRow>(
-    `/* worker:insertSegments */
-     WITH input AS (
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::bool[], $7::bool[],
-         $8::bool[], $9::bool[], $10::float8[], $11::float8[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[])
-         AS i(tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded, seconds, distance_m,
-              hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
-     ), replaced AS (
-       SELECT s.* FROM input i
-        CROSS JOIN LATERAL (SELECT * FROM telemetry_segments s WHERE s.device_id = i.device_id AND s.start_ts = i.start_ts) s
-     ), written AS (
-     INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded,
-       seconds, distance_m, hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
-     SELECT * FROM input
+  const input = `SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::bool[], $7::bool[],
+       $8::bool[], $9::bool[], $10::float8[], $11::float8[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[])
+       AS i(tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded, seconds, distance_m,
+            hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)`;
+  const upsert = (
+    source: string,
+  ) => `INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data,
+       running, moving, loaded, seconds, distance_m, hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
+     ${source}
      ON CONFLICT (device_id, start_ts) DO UPDATE SET
        tenant_id = EXCLUDED.tenant_id, asset_id = EXCLUDED.asset_id, end_ts = EXCLUDED.end_ts, has_data = EXCLUDED.has_data,
        running = EXCLUDED.running, moving = EXCLUDED.moving, loaded = EXCLUDED.loaded, seconds = EXCLUDED.seconds,
        distance_m = EXCLUDED.distance_m, hourmeter_delta = EXCLUDED.hourmeter_delta, container_cycles = EXCLUDED.container_cycles,
-       imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points
-     RETURNING *)
-     SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w
-     UNION ALL
-     SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`,
+       imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points`;
+  // All sub-statements see the table as it was before the statement: `replaced` holds the
+  // rows the upsert overwrites (normally none: deleteReplaced removed them already).
+  const text = options.contributions
+    ? `/* worker:insertSegments */
+       WITH input AS (${input}),
+       replaced AS (
+         SELECT s.* FROM input i
+          CROSS JOIN LATERAL (SELECT * FROM telemetry_segments s WHERE s.device_id = i.device_id AND s.start_ts = i.start_ts) s
+       ),
+       written AS (${upsert('SELECT * FROM input')} RETURNING *)
+       SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w
+       UNION ALL
+       SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`
+    : `/* worker:insertSegments */ ${upsert(input)}`;
+  const { rows: changes } = await client.query<ContributionRow>(
+    text,
     columns(rows, [
       (r) => r.o.tenantId,
       (r) => r.o.deviceId,
@@ -305,7 +315,7 @@ export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]
       (r) => r.segment.gpsPoints,
     ]),
   );
-  return toContributions(changes);
+  return options.contributions ? toContributions(changes) : [];
 }
 
 const whole = (seconds: number) => Math.round(seconds);

@@ -203,7 +203,7 @@ async function deriveClaimed(
 
   if (outputs.length > 0) {
     const removed = await deleteReplaced(client, outputs);
-    const written = await insertSegments(client, outputs);
+    const written = await insertSegments(client, outputs, { contributions: mode === 'postgres' });
     await insertUsageSessions(client, outputs);
     await insertIdentifierSessions(client, outputs);
     await saveDerivationState(client, outputs);

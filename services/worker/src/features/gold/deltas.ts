@@ -101,10 +101,12 @@ WITH x AS (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::int[], ${[...countParams, ...sumParams].join(', ')})
     AS x(tenant_id, asset_id, bucket, sign, ${COUNTS.map((c) => `n_${c}`).join(', ')}, ${SUMS.join(', ')})
 ), d AS (
-  SELECT x.tenant_id, x.asset_id, ${bucket} AS bucket,
+  -- Per asset and bucket, as gold is keyed (an asset's segments of one bucket under two
+  -- tenants would otherwise make the upsert below touch a row twice).
+  SELECT (array_agg(x.tenant_id ORDER BY x.sign DESC))[1] AS tenant_id, x.asset_id, ${bucket} AS bucket,
          ${COUNTS.map((c) => `sum(x.sign * x.n_${c})::bigint AS n_${c}`).join(', ')},
          ${SUMS.map((c) => `sum(x.sign * coalesce(x.${c}, 0)) AS ${c}`).join(', ')}
-    FROM x GROUP BY 1, 2, 3
+    FROM x GROUP BY 2, 3
 ), c AS (
   INSERT INTO ${relation}_counts AS c (asset_id, bucket, ${COUNTS.join(', ')})
   SELECT asset_id, bucket, ${COUNTS.map((c) => `n_${c}`).join(', ')} FROM d ORDER BY asset_id, bucket
