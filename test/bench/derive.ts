@@ -29,6 +29,7 @@ import {
   checkTimescaleAvailability,
   createOutbox,
   createPool,
+  markDirtySql,
   migrateDatabase,
   readUtilization,
   type Pool,
@@ -125,7 +126,7 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
   // Bulk load without the indexes (rebuilt after): incremental b-tree inserts of 30M rows
   // would take several times longer.
   await pool.query(`ALTER TABLE telemetry_readings DROP CONSTRAINT telemetry_readings_pkey`);
-  await pool.query(`DROP INDEX telemetry_readings_device_ts_idx, telemetry_readings_asset_ts_idx`);
+  await pool.query(`DROP INDEX telemetry_readings_positions_idx`);
   for (let day = 0; day < DAYS; day += 1) {
     const dayStart = performance.now();
     // Device-major within a day: each device's rows arrive in time order.
@@ -159,9 +160,11 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
   }
   const indexStarted = performance.now();
   await pool.query(`SET maintenance_work_mem = '512MB'`);
-  await pool.query(`ALTER TABLE telemetry_readings ADD PRIMARY KEY (device_id, type, ts)`);
-  await pool.query(`CREATE INDEX telemetry_readings_device_ts_idx ON telemetry_readings (device_id, ts)`);
-  await pool.query(`CREATE INDEX telemetry_readings_asset_ts_idx ON telemetry_readings (asset_id, ts)`);
+  // The indexes of db/migrations/0080_bronze_batches.sql.
+  await pool.query(`ALTER TABLE telemetry_readings ADD PRIMARY KEY (device_id, ts, type)`);
+  await pool.query(
+    `CREATE INDEX telemetry_readings_positions_idx ON telemetry_readings (asset_id, ts) WHERE type = 'gps' AND gps_valid`,
+  );
   await pool.query('ANALYZE telemetry_readings');
   log(`indexes rebuilt in ${((performance.now() - indexStarted) / 1000).toFixed(0)} s`);
   log(
@@ -295,12 +298,13 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
            ON CONFLICT DO NOTHING`,
           [TENANT, devices, assets, times, lats],
         );
-        await client.query(
-          `INSERT INTO derivation_queue AS q (device_id, tenant_id, dirty_from)
-           SELECT d, $1, min(t) FROM unnest($2::uuid[], $3::timestamptz[]) AS r(d, t) GROUP BY d
-           ON CONFLICT (device_id) DO UPDATE SET dirty_from = least(q.dirty_from, EXCLUDED.dirty_from), marked_at = now()`,
-          [TENANT, devices, times],
-        );
+        // Marked as ingest marks them (markDirtySql: rows locked in device order, as the
+        // worker's settling locks them; marking in another order deadlocks with it).
+        const first = new Map<string, string>();
+        devices.forEach((device, i) => {
+          if (!first.has(device)) first.set(device, times[i]!);
+        });
+        await client.query(markDirtySql, [[...first.keys()], [...first.keys()].map(() => TENANT), [...first.values()]]);
         await client.query('COMMIT');
         inserted += perTick;
       } catch (error) {

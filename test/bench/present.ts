@@ -492,7 +492,8 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
         await sleep(20);
       }
       const committed = performance.now();
-      // Derived (the worker's derivation) and then in the API's open hour (the present refresher).
+      // Derived (the worker's derivation) and then in the API's open hour (in gold at the
+      // derivation's commit in PostgreSQL mode; after the present refresher in TimescaleDB mode).
       let derived = Number.NaN;
       for (let guard = 0; guard < 3000 && Number.isNaN(derived); guard += 1) {
         const { rows } = await pool.query<{ until: Date | null }>(
@@ -548,7 +549,7 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
     );
     if (failures > 0) out(`  ${failures} API requests failed (see the log lines above)`);
     out(
-      `    of which after the reading was derived (present refresher and the API): p50 ${percentile(refreshLags, 50).toFixed(2)} s, ` +
+      `    of which after the reading was derived (gold upkeep after the commit, if any, and the API): p50 ${percentile(refreshLags, 50).toFixed(2)} s, ` +
         `p95 ${percentile(refreshLags, 95).toFixed(2)} s, max ${Math.max(...refreshLags).toFixed(2)} s | ${load()}`,
     );
   } finally {

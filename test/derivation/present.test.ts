@@ -183,19 +183,24 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
     await expectFleetEqualsGold();
   });
 
+  /** Asset 4's evening of yesterday, derived (not refreshed); the query of its hours. */
+  async function deriveEvening(): Promise<UtilizationQuery> {
+    const device = fixture.devices[3]!;
+    await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
+    await deriveAll(fixture);
+    return {
+      tenantId: fixture.tenantId,
+      assetIds: [device.assetId],
+      from: new Date(day + 20 * HOUR),
+      to: new Date(day + 22 * HOUR),
+      bucket: 'hour',
+    };
+  }
+
   it.runIf(mode === 'timescaledb')(
     'a bucket derived moments ago is answered from gold until the refresher is late, then live and exact',
     async () => {
-      const device = fixture.devices[3]!;
-      await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
-      await deriveAll(fixture);
-      const query: UtilizationQuery = {
-        tenantId: fixture.tenantId,
-        assetIds: [device.assetId],
-        from: new Date(day + 20 * HOUR),
-        to: new Date(day + 22 * HOUR),
-        bucket: 'hour',
-      };
+      const query = await deriveEvening();
       // Not refreshed yet: within the grace the gold answer (without the new hours) stands…
       const young = await readUtilization(fixture.pool, query);
       expect(young.source).toBe('gold');
@@ -231,16 +236,7 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
   it.runIf(mode === 'postgres')(
     'a bucket is in gold, per asset and in the rollup, as soon as the derivation that wrote it commits',
     async () => {
-      const device = fixture.devices[3]!;
-      await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
-      await deriveAll(fixture);
-      const query: UtilizationQuery = {
-        tenantId: fixture.tenantId,
-        assetIds: [device.assetId],
-        from: new Date(day + 20 * HOUR),
-        to: new Date(day + 22 * HOUR),
-        bucket: 'hour',
-      };
+      const query = await deriveEvening();
       const gold = await readUtilization(fixture.pool, query);
       const live = await readUtilization(fixture.pool, { ...query, forceSource: 'live' });
       expect(gold.source).toBe('gold');
