@@ -192,10 +192,11 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
       expect(log[0]!.n).toBe(0);
     });
 
-    it('a rebuild gives the same gold, counts and rollup as the differences kept', async () => {
+    it('a rebuild gives the same gold (to the digit as stored), counts and rollup as the differences kept', async () => {
       const snapshot = async () => ({
-        hourly: (await fixture.pool.query(`SELECT * FROM utilization_hourly ORDER BY asset_id, bucket`)).rows,
-        daily: (await fixture.pool.query(`SELECT * FROM utilization_daily ORDER BY asset_id, bucket`)).rows,
+        // As text: the stored numerics, scale included, do not depend on the history that led to them.
+        hourly: (await fixture.pool.query(`SELECT h::text FROM utilization_hourly h ORDER BY asset_id, bucket`)).rows,
+        daily: (await fixture.pool.query(`SELECT d::text FROM utilization_daily d ORDER BY asset_id, bucket`)).rows,
         hourlyCounts: (await fixture.pool.query(`SELECT * FROM utilization_hourly_counts ORDER BY asset_id, bucket`))
           .rows,
         dailyCounts: (await fixture.pool.query(`SELECT * FROM utilization_daily_counts ORDER BY asset_id, bucket`))

@@ -114,11 +114,11 @@ WITH x AS (
   RETURNING c.*
 ), gold AS (
   INSERT INTO ${relation} AS g (tenant_id, asset_id, bucket, ${SUMS.join(', ')})
-  SELECT d.tenant_id, d.asset_id, d.bucket, ${SUMS.map((s) => `CASE WHEN c.${gate(s)} > 0 THEN d.${s} END`).join(', ')}
+  SELECT d.tenant_id, d.asset_id, d.bucket, ${SUMS.map((s) => `CASE WHEN c.${gate(s)} > 0 THEN trim_scale(d.${s}) END`).join(', ')}
     FROM d JOIN c ON c.asset_id = d.asset_id AND c.bucket = d.bucket
    WHERE c.segments > 0
   ON CONFLICT (asset_id, bucket) DO UPDATE SET
-    ${SUMS.map((s) => `${s} = CASE WHEN EXCLUDED.${s} IS NOT NULL THEN coalesce(g.${s}, 0) + EXCLUDED.${s} END`).join(',\n    ')}
+    ${SUMS.map((s) => `${s} = CASE WHEN EXCLUDED.${s} IS NOT NULL THEN trim_scale(coalesce(g.${s}, 0) + EXCLUDED.${s}) END`).join(',\n    ')}
 ), gone AS (
   DELETE FROM ${relation} g USING c WHERE c.segments = 0 AND g.asset_id = c.asset_id AND g.bucket = c.bucket
 ), fleet AS (
@@ -185,6 +185,17 @@ export async function applyUtilizationDeltas(
       [[...new Set(contributions.map((c) => c.tenantId))], [...new Set(contributions.map((c) => c.assetId))]],
     );
   }
+}
+
+/**
+ * A relation's definition with its sums in canonical scale (trailing zeros trimmed), as
+ * the differences store them: a numeric sum keeps the largest scale of what was ever
+ * added, so without this the same value would read 450.000 after some histories and 450
+ * after others. The rebuild inserts this, so gold is a function of the segments alone.
+ */
+export function canonicalDefinition(relation: string): string {
+  return `SELECT tenant_id, asset_id, bucket, ${SUMS.map((c) => `trim_scale(${c}) AS ${c}`).join(', ')}
+            FROM (${goldDefinition(relation, 'TRUE')}) definition`;
 }
 
 /** The counts of every bucket summed again from segments (the rebuild of utilization gold). */

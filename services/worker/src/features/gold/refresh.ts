@@ -8,7 +8,7 @@ import {
   type StorageMode,
 } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
-import { rebuildUtilizationCounts } from './deltas.ts';
+import { canonicalDefinition, rebuildUtilizationCounts } from './deltas.ts';
 import { goldMetrics } from './metrics.ts';
 
 /**
@@ -237,11 +237,13 @@ async function rebuildIfNeeded(pool: Pool, plan: RefreshPlan, options: StepOptio
 /** Every relation of the plan (and its fleet rollup) built again from its definition. */
 async function rebuildPostgresPlan(client: PoolClient, plan: RefreshPlan, options: StepOptions): Promise<void> {
   const started = performance.now();
+  const deltas = goldRelation(plan.base).keptByDeltas === true;
   await client.query(`/* worker:goldRebuild */ DELETE FROM gold_invalidations WHERE relation = $1`, [plan.base]);
   for (const relation of [plan.base, ...plan.rollups]) {
     await client.query(`/* worker:goldRebuild */ DELETE FROM ${relation}`);
     const first = await client.query<{ first: Date | null }>(
-      `/* worker:goldRebuild */ WITH ins AS (INSERT INTO ${relation} ${goldDefinition(relation, 'TRUE')} RETURNING bucket)
+      `/* worker:goldRebuild */
+       WITH ins AS (INSERT INTO ${relation} ${deltas ? canonicalDefinition(relation) : goldDefinition(relation, 'TRUE')} RETURNING bucket)
        SELECT min(bucket) AS first FROM ins`,
     );
     await writeCoverage(client, relation, {
@@ -252,7 +254,7 @@ async function rebuildPostgresPlan(client: PoolClient, plan: RefreshPlan, option
     // A rebuilt table's statistics describe the empty one: queries would plan for no rows.
     await client.query(`ANALYZE ${relation}`);
   }
-  if (goldRelation(plan.base).keptByDeltas) await rebuildUtilizationCounts(client);
+  if (deltas) await rebuildUtilizationCounts(client);
   if (plan.fleet) await rebuildFleet(client, performance.now() - started);
 }
 
