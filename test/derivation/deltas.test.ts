@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveDefinition, readGoldCoverage } from '@gantry/db';
-import { MachineScript, destination, type LatLon, type SimulatedMessage } from '@gantry/simulator';
+import { MachineScript, destination, randomSource, type LatLon, type SimulatedMessage } from '@gantry/simulator';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
 import { availableStorageModes } from '../support/database.ts';
 import {
@@ -15,17 +15,6 @@ import {
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const YARD: LatLon = { lat: 53.5461, lon: 9.9661 };
-
-/** Deterministic random numbers (mulberry32), so a failing sequence can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** 20–40 minutes of work: drives, lifts, idling, a shock, switched off at the end or not. */
 function work(device: FixtureDevice, start: number, rnd: () => number): SimulatedMessage[] {
@@ -126,7 +115,7 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
     }
 
     it('after random new data, late data, re-derivations, removed readings and assets changed under them, hourly, daily and fleet gold equal a full recompute from the definition', async () => {
-      const rnd = random(20261126);
+      const rnd = randomSource(20261126);
       const devices = fixture.devices;
       const pick = <T>(items: T[]) => items[Math.floor(rnd() * items.length)]!;
       let vanished = 0;
@@ -213,7 +202,7 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
 
     it('the coverage of gold kept by differences reaches the end of the current bucket, is as fresh as the read and starts at late data before it', async () => {
       const late = start - 5 * HOUR;
-      await storeReadings(fixture, work(fixture.devices[0]!, late + 10 * MINUTE, random(7)));
+      await storeReadings(fixture, work(fixture.devices[0]!, late + 10 * MINUTE, randomSource(7)));
       await deriveConcurrently();
       const before = Date.now();
       const coverage = await readGoldCoverage(fixture.pool, 'utilization_hourly');

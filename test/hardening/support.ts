@@ -30,17 +30,8 @@ export function fillPath(route: RouteSpec, values: Record<string, string>): stri
   );
 }
 
-/** Small seeded PRNG (mulberry32): the same seed gives the same sequence on every run. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The simulator's seeded PRNG (mulberry32): the same seed gives the same sequence on every run. */
+export { randomSource as seededRandom } from '@gantry/simulator';
 
 export function pick<T>(random: () => number, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)]!;

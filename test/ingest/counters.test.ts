@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublisher, fleetTraffic, publishMessages } from '@gantry/simulator';
+import { createPublisher, fleetTraffic, publishMessages, randomSource } from '@gantry/simulator';
 import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from '../../services/ingest/src/ingest.ts';
 import { parseMessage, type ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
 import { replayBronze } from '../../services/ingest/src/replay.ts';
@@ -13,18 +13,6 @@ import { countOf, provisionFleetBulk, uniqueDeviceIds, waitFor } from '../suppor
 import { killAllServices, spawnService } from '../support/processes.ts';
 
 const HOUR = 3_600_000;
-
-/** A small seeded generator (mulberry32), so a failing run can be repeated. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 async function expectCountersEqualRecount(db: TestDatabase): Promise<void> {
   for (const table of counterTables) expect(await counterDrift(db.pool, table), table).toBe(0);
@@ -52,7 +40,7 @@ afterAll(async () => {
 describe('ingest counters', () => {
   it('equal a recount of bronze and silver after random traffic with duplicates, rejects, late batches, asset moves and replays', async () => {
     const seed = Number(process.env.COUNTERS_TEST_SEED ?? Date.now() % 1_000_000);
-    const next = random(seed);
+    const next = randomSource(seed);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
     const config = testConfig(db.url);
     const deviceIds = uniqueDeviceIds(8, 'count');

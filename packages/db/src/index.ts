@@ -1,4 +1,5 @@
 export {
+  beginInSnapshot,
   createPool,
   inTransaction,
   withTransaction,

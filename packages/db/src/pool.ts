@@ -70,6 +70,18 @@ export async function inTransaction<T>(client: pg.PoolClient, fn: (client: pg.Po
   }
 }
 
+/**
+ * Starts a read-only repeatable-read transaction on `client` that sees exactly the
+ * snapshot another transaction exported with pg_export_snapshot(), so statements on
+ * several connections read the same commits. The exporting transaction must stay open
+ * until this one has started.
+ */
+export async function beginInSnapshot(client: Pick<pg.Client, 'query'>, snapshot: string): Promise<void> {
+  await client.query(
+    `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT ${pg.escapeLiteral(snapshot)}`,
+  );
+}
+
 /** True for errors that mean "the database is unreachable right now", worth retrying. */
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;

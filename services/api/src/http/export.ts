@@ -71,7 +71,7 @@ import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { to as copyTo } from 'pg-copy-streams';
 import { z } from 'zod';
-import type { Pool, PoolClient } from '@gantry/db';
+import { beginInSnapshot, type Pool, type PoolClient } from '@gantry/db';
 import { ValidationError } from '../errors.ts';
 import { ErrorResponse } from './common-schemas.ts';
 import type { ResponseSpec } from './route.ts';
@@ -248,8 +248,7 @@ class ExportConnection {
       await client.connect();
       // Abandoned while connecting: there was no process id to cancel yet.
       if (this.ended) throw new Error('export already ended');
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      await client.query(`SET TRANSACTION SNAPSHOT ${pg.escapeLiteral(snapshot)}`);
+      await beginInSnapshot(client, snapshot);
       return await fn(client);
     } finally {
       this.besides.delete(client);

@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from '@gantry/db';
+import { beginInSnapshot, type Pool, type PoolClient } from '@gantry/db';
 
 /** Connections the pool can hand out at once: idle ones and room for new ones, none while requests queue. */
 function spareConnections(pool: Pool): number {
@@ -35,17 +35,7 @@ export async function inSharedSnapshot<T>(
       `SELECT statement_timestamp() AS at, ${clients.length > 1 ? 'pg_export_snapshot()' : 'NULL'} AS snapshot`,
     );
     const { at, snapshot } = rows[0]!;
-    if (snapshot !== null) {
-      // A snapshot id is the server's own text (hex digits and dashes), checked before it is inlined.
-      if (!/^[0-9A-F-]+$/i.test(snapshot)) throw new Error(`unexpected snapshot id ${snapshot}`);
-      await Promise.all(
-        clients
-          .slice(1)
-          .map((client) =>
-            client.query(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '${snapshot}'`),
-          ),
-      );
-    }
+    if (snapshot !== null) await Promise.all(clients.slice(1).map((client) => beginInSnapshot(client, snapshot)));
     const result = await fn(clients, at);
     // The exporting transaction ends last: the others imported its snapshot.
     await Promise.all(clients.slice(1).map((client) => client.query('COMMIT')));
