@@ -90,22 +90,53 @@ describe('demo history', () => {
   });
 });
 
+function recordingPublisher(published: Array<{ topic: string; payload: unknown }>): Publisher {
+  return {
+    stats: { sent: 0, acked: 0 },
+    publish: async (topic, payload) => void published.push({ topic, payload: JSON.parse(String(payload)) }),
+    flush: async () => undefined,
+    close: async () => undefined,
+  };
+}
+
 describe('live demo fleet', () => {
   afterEach(() => void vi.useRealTimers());
+
+  it('starts steady: no coverage gap and no break before steadyStartMs, then both as usual', async () => {
+    vi.useFakeTimers({ now: end });
+    const published: Array<{ topic: string; payload: unknown }> = [];
+    const simulator = await startSimulator({
+      mqttUrl: 'mqtt://unused',
+      publisher: recordingPublisher(published),
+      seed: 11,
+      lateFraction: 0.05,
+      duplicateFraction: 0,
+      steadyStartMs: 5 * 60_000,
+      devices: deviceIds.map((deviceId) => ({ deviceId })),
+    });
+    const types = (from: number) => published.slice(from).map((message) => message.topic.split('/')[4]);
+    const logouts = (from: number) =>
+      published.slice(from).filter((message) => (message.payload as { event?: string }).event === 'logout').length;
+
+    await vi.advanceTimersByTimeAsync(5 * 60_000 - 2000);
+    const steady = published.length;
+    // Every machine sends a fix on every tick: nothing buffered, nobody on a break.
+    expect(types(0).filter((type) => type === 'gps').length).toBeGreaterThan(20 * 140);
+    expect(types(0)).not.toContain('batch');
+    expect(logouts(0)).toBe(0);
+
+    await vi.advanceTimersByTimeAsync(30 * 60_000);
+    await simulator.stop();
+    expect(types(steady)).toContain('batch');
+    expect(logouts(steady)).toBeGreaterThan(0);
+  });
 
   it('logs each operator in at the first tick, drives the first machine through the zone and keeps the others out', async () => {
     vi.useFakeTimers({ now: end });
     const published: Array<{ topic: string; payload: Record<string, unknown> }> = [];
-    const publisher: Publisher = {
-      stats: { sent: 0, acked: 0 },
-      publish: async (topic, payload) =>
-        void published.push({ topic, payload: JSON.parse(String(payload)) as Record<string, unknown> }),
-      flush: async () => undefined,
-      close: async () => undefined,
-    };
     const simulator = await startSimulator({
       mqttUrl: 'mqtt://unused',
-      publisher,
+      publisher: recordingPublisher(published),
       seed: 7,
       lateFraction: 0,
       duplicateFraction: 0,

@@ -277,6 +277,9 @@ export function historyBatches(messages: SimulatedMessage[], uploadAt: number, s
   return out;
 }
 
+/** How long a freshly started demo fleet works without breaks or coverage gaps. */
+export const DEMO_STEADY_START_MS = 10 * 60_000;
+
 export interface DemoFleetDevice {
   deviceId: string;
   /** What the platform last heard from it (after a restart), to carry on from there. */
@@ -315,6 +318,11 @@ export interface DemoFleet {
  * carrying on from where the history ended: same operators, positions, hourmeters. The
  * first machine's first live route cuts through the first forbidden zone, so a geofence
  * alert opens and resolves within the first minutes of every start.
+ *
+ * After a history upload the live fleet starts steady (DEMO_STEADY_START_MS): no breaks,
+ * no coverage gaps. Each machine's uploaded batches count as late messages in data
+ * quality until its live messages outnumber them (about half a minute of driving); a
+ * machine that went on a break at once would read "delayed" for up to eight minutes.
  */
 export function startDemoFleet(options: DemoFleetOptions): DemoFleet {
   const log = options.logger?.child({ component: 'demo-fleet' });
@@ -387,6 +395,7 @@ export function startDemoFleet(options: DemoFleetOptions): DemoFleet {
       avoid: forbidden,
       operators: options.operators,
       intervalMs: options.intervalMs,
+      steadyStartMs: history ? DEMO_STEADY_START_MS : 0,
       logger: options.logger,
     });
     return { historyReadings: history?.messages.length ?? 0, historyMessages };

@@ -39,6 +39,11 @@ export interface SimulatorOptions {
   intervalMs?: number;
   /** Share of ticks on which a machine drops out of coverage and later uploads a batch (default 0.002). */
   lateFraction?: number;
+  /**
+   * For this long after the start no machine takes a break or drops out of coverage
+   * (default 0): a shift that has just begun, with every machine working and reporting.
+   */
+  steadyStartMs?: number;
   /** Share of messages published twice (default 0.01). */
   duplicateFraction?: number;
   /** Share of ticks on which a machine publishes one bad message (default 0). */
@@ -102,6 +107,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   const radius = options.radiusM ?? 500;
   const intervalMs = options.intervalMs ?? 2000;
   const lateFraction = options.lateFraction ?? 0.002;
+  const steadyUntil = Date.now() + (options.steadyStartMs ?? 0);
   const duplicateFraction = options.duplicateFraction ?? 0.01;
   const badFraction = options.badFraction ?? 0;
   const publisher =
@@ -229,7 +235,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
         out.push(
           reading(machine, 'adcin', ts, { state: machine.loaded ? 'on' : 'off', raw: machine.loaded ? 24.2 : 0.1 }),
         );
-        if (random() < 0.05) {
+        if (random() < 0.05 && ts >= steadyUntil) {
           // A break: the operator logs out, ignition off for a few minutes.
           if (machine.operator)
             out.push(reading(machine, 'identifier', ts, { identifier: machine.operator, event: 'logout' }));
@@ -281,7 +287,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
       machine.buffer = [];
       for (const batch of batches) send(batch);
     }
-    if (random() < lateFraction) machine.offlineUntil = ts + (1 + random() * 4) * 60_000;
+    if (random() < lateFraction && ts >= steadyUntil) machine.offlineUntil = ts + (1 + random() * 4) * 60_000;
 
     for (const message of out) {
       send(message);
