@@ -42,6 +42,7 @@ import { startTestBroker } from '../support/broker.ts';
 import { serverUrl, withDatabase } from '../support/database-url.ts';
 import { provisionFleetBulk } from '../support/ingest.ts';
 import { spawnService, type ServiceName, type ServiceProcess } from '../support/processes.ts';
+import { startResourceMeter } from './soak/resources.ts';
 import { abortable, childController } from './soak/abort.ts';
 import { startApiLoad, type Endpoint } from './soak/api-load.ts';
 import { calibrate, type Calibration } from './soak/calibrate.ts';
@@ -348,6 +349,11 @@ async function main(): Promise<void> {
       durationSeconds: SOAK_SECONDS + 3600,
     });
     cleanup.push(['API load', () => load.stop()]);
+    const resources = startResourceMeter({
+      pool,
+      database,
+      processes: { ingest: ingest.pid, worker: worker.pid, api: api.pid },
+    });
 
     // 5. Probes and rows.
     const rss: Record<ServiceName, RssPoint[]> = { api: [], ingest: [], worker: [] };
@@ -437,6 +443,7 @@ async function main(): Promise<void> {
     }
 
     // 6. Stop publishing, drain, verify.
+    const used = await resources.stop();
     publishing.abort();
     const published = await abortable(publishDone, signal);
     const publishSeconds = (now() - soakStarted) / 1000;
@@ -597,6 +604,16 @@ async function main(): Promise<void> {
     );
     for (const line of services.flatMap((name) => logs[name].samples)) out(`  ${line}`);
     for (const exit of exits) out(`  ${exit}`);
+    out(
+      `CPU while publishing (${fmt(used.wallSeconds)} s, ${os.cpus().length} cores): ` +
+        used.cpu.map((group) => `${group.name} ${fmt(group.cores, 2)}`).join(', ') +
+        ' cores',
+    );
+    out(`database time by statement (pg_stat_activity sampled ${fmt(used.samples)} times; share of active time):`);
+    for (const statement of used.statements.slice(0, 12))
+      out(
+        `  ${statement.statement.padEnd(40)} ${fmt(statement.seconds).padStart(6)} s  ${fmt(statement.share, 1).padStart(5)} %   ${statement.waits}`,
+      );
     out('');
     for (const check of checks) out(`${check.ok ? 'PASS' : 'FAIL'}  ${check.name.padEnd(24)} ${check.detail}`);
     const failures = checks.filter((check) => !check.ok).length;
