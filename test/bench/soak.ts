@@ -47,7 +47,7 @@ import { abortable, childController } from './soak/abort.ts';
 import { startApiLoad, type Endpoint } from './soak/api-load.ts';
 import { calibrate, type Calibration } from './soak/calibrate.ts';
 import { liveFleetTraffic } from './soak/live-traffic.ts';
-import { bronzeStatuses, countRows, derivedCounts, goldState, probeBacklogs } from './soak/probes.ts';
+import { bronzeStatuses, countRows, derivedCounts, goldState, probeBacklogs, tableChurn } from './soak/probes.ts';
 import { buckets, quantileBound, scrape, sum } from './soak/prometheus.ts';
 import { watchLogs, type LogWatch } from './soak/service-logs.ts';
 import { formatRow, tableHeader, type Row } from './soak/table.ts';
@@ -478,6 +478,7 @@ async function main(): Promise<void> {
       .reduce((total, row) => total + row.n, 0);
     const gold = await goldState(pool);
     const derived = await derivedCounts(pool);
+    const churn = await tableChurn(pool);
     const ingestMetrics = await scrape(ingest.url);
     const workerMetrics = await scrape(worker.url);
     const redelivered = sum(ingestMetrics, 'gantry_ingest_messages_redelivered_total') - redeliveredBefore;
@@ -608,6 +609,14 @@ async function main(): Promise<void> {
       `CPU while publishing (${fmt(used.wallSeconds)} s, ${os.cpus().length} cores): ` +
         used.cpu.map((group) => `${group.name} ${fmt(group.cores, 2)}`).join(', ') +
         ' cores',
+    );
+    out(
+      `row-per-device tables (updates, HOT %, dead rows, pages, autovacuums): ${churn
+        .map(
+          (table) =>
+            `${table.table} ${fmt(table.updates)} / ${fmt(table.hotPercent, 1)} % / ${fmt(table.deadRows)} / ${fmt(table.pages)} / ${fmt(table.autovacuums)}`,
+        )
+        .join('; ')}`,
     );
     out(`database time by statement (pg_stat_activity sampled ${fmt(used.samples)} times; share of active time):`);
     for (const statement of used.statements.slice(0, 12))

@@ -75,3 +75,29 @@ export async function derivedCounts(
   );
   return rows[0]!;
 }
+
+export interface TableChurn {
+  table: string;
+  updates: number;
+  /** Share of the updates that stayed on their page (HOT: no new index entries), in %. */
+  hotPercent: number;
+  deadRows: number;
+  pages: number;
+  autovacuums: number;
+}
+
+/** How the tables rewritten a row per device per batch took it: the bloat that slows their readers. */
+export async function tableChurn(pool: Pool): Promise<TableChurn[]> {
+  const { rows } = await pool.query<TableChurn>(
+    `/* soak:tableChurn */
+     SELECT relname AS "table", n_tup_upd::float8 AS updates,
+            CASE WHEN n_tup_upd = 0 THEN 0 ELSE 100.0 * n_tup_hot_upd / n_tup_upd END::float8 AS "hotPercent",
+            n_dead_tup::float8 AS "deadRows", (pg_relation_size(relid) / 8192)::float8 AS pages,
+            autovacuum_count::float8 AS autovacuums
+       FROM pg_stat_user_tables
+      WHERE relname IN ('device_state', 'derivation_queue', 'derivation_state', 'device_counts_hourly',
+                        'usage_sessions', 'identifier_sessions')
+      ORDER BY n_tup_upd DESC`,
+  );
+  return rows;
+}
