@@ -395,6 +395,13 @@ export async function writeBatch(
     await insertBronze(client, messages, outcomes, options.oversizedPayloadBytes);
   }
 
+  await noteUnknownDevices(client, messages, devices, options);
+  // Counters commit with the rows they count (counters.ts); duplicates never reach silver.
+  await countBatch(client, messages, outcomes, stored, options.replay);
+
+  // Last, right before the commit: the rows other transactions wait for. The other writer
+  // waits for a device's state row, the worker's claim for its queue row, so both are
+  // held only from here to the commit.
   if (deltas.size > 0) {
     const rows = [...deltas.values()].sort((a, b) => (a.device.id < b.device.id ? -1 : 1)).map(toStateRow);
     await client.query(stateUpsertSql, columnArrays(stateColumns, rows));
@@ -407,8 +414,5 @@ export async function writeBatch(
       entries.map(([, v]) => new Date(v.ts)),
     ]);
   }
-  await noteUnknownDevices(client, messages, devices, options);
-  // Counters commit with the rows they count (counters.ts); duplicates never reach silver.
-  await countBatch(client, messages, outcomes, stored, options.replay);
   return { outcomes, storedReadings };
 }
