@@ -95,8 +95,7 @@ export async function tableChurn(pool: Pool): Promise<TableChurn[]> {
             n_dead_tup::float8 AS "deadRows", (pg_relation_size(relid) / 8192)::float8 AS pages,
             autovacuum_count::float8 AS autovacuums
        FROM pg_stat_user_tables
-      WHERE relname IN ('device_state', 'derivation_queue', 'derivation_state', 'device_counts_hourly',
-                        'usage_sessions', 'identifier_sessions')
+      WHERE relname IN ('device_state', 'derivation_queue', 'derivation_state', 'device_counts_hourly')
       ORDER BY n_tup_upd DESC`,
   );
   return rows;
