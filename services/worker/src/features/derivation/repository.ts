@@ -217,31 +217,35 @@ export interface DeviceOutput {
 }
 
 /**
- * Deletes what each device produced from its replace point on; returns the utilization
- * contributions of the segments removed (per asset and hour). The plain `device_id = ANY`
- * and the earliest start let the planner use the (device_id, start_ts) indexes and skip
- * old TimescaleDB chunks.
+ * A DELETE of the rows of `table` of the output devices from each one's replace point on
+ * (parameters $1–$3: replacePoints). The plain `device_id = ANY` and the earliest start
+ * let the planner use the (device_id, start_ts) index and skip old TimescaleDB chunks.
  */
-export async function deleteReplaced(client: PoolClient, outputs: DeviceOutput[]): Promise<UtilizationContribution[]> {
-  const ids = outputs.map((o) => o.deviceId);
-  const statement = (table: string, kind: keyof DeviceOutput['replaceFrom'], returning: string) => {
-    const froms = outputs.map((o) => o.replaceFrom[kind]);
-    return {
-      text: `DELETE FROM ${table} s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
-              WHERE s.device_id = ANY ($1::uuid[]) AND s.start_ts >= $3::timestamptz
-                AND s.device_id = d.device_id AND s.start_ts >= d.from_ts ${returning}`,
-      values: [ids, froms.map(toTimestamp), toTimestamp(Math.min(...froms))],
-    };
-  };
-  const segments = statement('telemetry_segments', 'segments', 'RETURNING s.*');
-  const removed = await client.query(
-    `/* worker:deleteSegments */ WITH gone AS (${segments.text}) ${contributionsSelect('gone')}`,
-    segments.values,
+function deleteFromReplacePoints(table: string, condition = 'true'): string {
+  return `DELETE FROM ${table} s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+           WHERE s.device_id = ANY ($1::uuid[]) AND s.start_ts >= $3::timestamptz
+             AND s.device_id = d.device_id AND s.start_ts >= d.from_ts AND ${condition}`;
+}
+
+function replacePoints(outputs: DeviceOutput[], kind: keyof DeviceOutput['replaceFrom']): unknown[] {
+  const froms = outputs.map((o) => o.replaceFrom[kind]);
+  return [outputs.map((o) => o.deviceId), froms.map(toTimestamp), toTimestamp(Math.min(...froms))];
+}
+
+/**
+ * Deletes the segments each device produced from its replace point on; returns their
+ * utilization contributions (per asset and hour).
+ */
+export async function deleteReplacedSegments(
+  client: PoolClient,
+  outputs: DeviceOutput[],
+): Promise<UtilizationContribution[]> {
+  const removed = await client.query<ContributionRow>(
+    `/* worker:deleteSegments */
+     WITH gone AS (${deleteFromReplacePoints('telemetry_segments')} RETURNING s.*)
+     ${contributionsSelect('gone')}`,
+    replacePoints(outputs, 'segments'),
   );
-  const usage = statement('usage_sessions', 'usageSessions', '');
-  await client.query(`/* worker:deleteUsageSessions */ ${usage.text}`, usage.values);
-  const ident = statement('identifier_sessions', 'identifierSessions', '');
-  await client.query(`/* worker:deleteIdentifierSessions */ ${ident.text}`, ident.values);
   return toContributions(removed.rows, -1);
 }
 
@@ -280,10 +284,16 @@ export async function insertSegments(
        running = EXCLUDED.running, moving = EXCLUDED.moving, loaded = EXCLUDED.loaded, seconds = EXCLUDED.seconds,
        distance_m = EXCLUDED.distance_m, hourmeter_delta = EXCLUDED.hourmeter_delta, container_cycles = EXCLUDED.container_cycles,
        imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points`;
-  // All sub-statements see the table as it was before the statement: `replaced` holds the
-  // rows the upsert overwrites (normally none: deleteReplaced removed them already).
-  const text = options.contributions
-    ? `/* worker:insertSegments */
+  // deleteReplacedSegments removed every row at or after each device's replace point, so
+  // only a segment starting before it can overwrite a stored row; derivation never writes
+  // one (a carry's replace point is its open segment), and the statement that reads the
+  // rows to be overwritten (`replaced`, one index probe per segment, all sub-statements
+  // seeing the table as before the statement) runs only when some segment does.
+  const overwrites = rows.some((r) => r.segment.start < r.o.replaceFrom.segments);
+  const text = !options.contributions
+    ? `/* worker:insertSegments */ ${upsert(input)}`
+    : overwrites
+      ? `/* worker:insertSegmentsOverwriting */
        WITH input AS (${input}),
        replaced AS (
          SELECT s.* FROM input i
@@ -293,7 +303,9 @@ export async function insertSegments(
        SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w
        UNION ALL
        SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`
-    : `/* worker:insertSegments */ ${upsert(input)}`;
+      : `/* worker:insertSegments */
+       WITH written AS (${upsert(input)} RETURNING *)
+       SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w`;
   const { rows: changes } = await client.query<ContributionRow>(
     text,
     columns(rows, [
@@ -320,100 +332,107 @@ export async function insertSegments(
 
 const whole = (seconds: number) => Math.round(seconds);
 
-export async function insertUsageSessions(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
-  const rows = outputs.flatMap((o) => o.usageSessions.map((session) => ({ o, s: session })));
-  if (rows.length === 0) return;
+/** A session table's column as the worker writes it: name, array element type, value. */
+type SessionColumn<S> = readonly [name: string, type: string, value: (o: DeviceOutput, s: S) => unknown];
+
+/** The columns both session tables have (the INSERT names its columns: order is free). */
+const sharedSessionColumns: Array<SessionColumn<UsageSession | IdentifierSession>> = [
+  ['id', 'uuid', (_o, s) => s.id],
+  ['tenant_id', 'uuid', (o) => o.tenantId],
+  ['device_id', 'uuid', (o) => o.deviceId],
+  ['asset_id', 'uuid', (_o, s) => s.assetId],
+  ['start_ts', 'timestamptz', (_o, s) => toTimestamp(s.start)],
+  ['end_ts', 'timestamptz', (_o, s) => toTimestamp(s.end)],
+  ['is_open', 'bool', (_o, s) => s.isOpen],
+  ['end_reason', 'text', (_o, s) => s.endReason],
+  ['confidence', 'float8', (_o, s) => s.confidence],
+  ['distance_m', 'float8', (_o, s) => s.distanceM],
+  ['duration_seconds', 'int', (_o, s) => whole((s.end - s.start) / 1000)],
+  ['stop_count', 'int', (_o, s) => s.stopCount],
+  ['trip_count', 'int', (_o, s) => s.tripCount],
+  ['container_cycle_count', 'int', (_o, s) => s.containerCycleCount],
+  ['loaded_seconds', 'int', (_o, s) => whole(s.loadedSeconds)],
+  ['empty_seconds', 'int', (_o, s) => whole(s.emptySeconds)],
+  ['loaded_distance_m', 'float8', (_o, s) => s.loadedDistanceM],
+  ['empty_distance_m', 'float8', (_o, s) => s.emptyDistanceM],
+];
+
+const usageSessionColumns: Array<SessionColumn<UsageSession>> = [
+  ...sharedSessionColumns,
+  ['start_reason', 'text', (_o, s) => s.startReason],
+  ['identifier', 'text', (_o, s) => s.identifier],
+  ['moving_seconds', 'int', (_o, s) => whole(s.movingSeconds)],
+  ['stationary_running_seconds', 'int', (_o, s) => whole(s.stationaryRunningSeconds)],
+  ['imu_anomaly_count', 'int', (_o, s) => s.imuAnomalyCount],
+  ['imu_sample_count', 'int', (_o, s) => s.imuSampleCount],
+  ['hourmeter_delta', 'int8', (_o, s) => s.hourmeterDelta],
+];
+
+const identifierSessionColumns: Array<SessionColumn<IdentifierSession>> = [
+  ...sharedSessionColumns,
+  ['identifier', 'text', (_o, s) => s.identifier],
+  ['event_count', 'int', (_o, s) => s.eventCount],
+  ['gps_point_count', 'int', (_o, s) => s.gpsPointCount],
+];
+
+/**
+ * The statement that brings a session table in line with the devices' derived sessions
+ * from each one's replace point on: a stored session whose id is no longer derived is
+ * deleted; the others are upserted by id, and a row is updated only when a value
+ * changed. Ids are deterministic (device, kind, start), so a session that goes on — the
+ * open one, on nearly every run — keeps its row and is updated in place; its indexed
+ * columns (tenant, device, asset, start, identifier) stay the same, so with the free
+ * space the tables keep on each page (fillfactor, migration 0320) the update is HOT and
+ * adds no index entries. (Deleting and re-inserting it added an entry to each index per
+ * run: under a soak the newest end of the session indexes filled with dead entries.)
+ * The two parts touch different rows (ids not derived / derived), so one statement
+ * holds both.
+ */
+function writeSessionsSql<S>(table: string, tag: string, sessionColumns: Array<SessionColumn<S>>): string {
+  const names = sessionColumns.map(([name]) => name);
+  const arrays = sessionColumns.map(([, type], index) => `$${index + 4}::${type}[]`);
+  return `/* worker:${tag} */
+     WITH input AS (SELECT * FROM unnest(${arrays.join(', ')}) AS i(${names.join(', ')})),
+     stale AS (${deleteFromReplacePoints(table, 'NOT EXISTS (SELECT FROM input i WHERE i.id = s.id)')})
+     INSERT INTO ${table} AS s (${names.join(', ')})
+     SELECT * FROM input
+     ON CONFLICT (id) DO UPDATE SET ${names
+       .filter((name) => name !== 'id')
+       .map((name) => `${name} = EXCLUDED.${name}`)
+       .join(', ')}
+     WHERE (s.*) IS DISTINCT FROM (EXCLUDED.*)`;
+}
+
+const writeUsageSessionsSql = writeSessionsSql('usage_sessions', 'writeUsageSessions', usageSessionColumns);
+const writeIdentifierSessionsSql = writeSessionsSql(
+  'identifier_sessions',
+  'writeIdentifierSessions',
+  identifierSessionColumns,
+);
+
+function sessionValues<S>(
+  outputs: DeviceOutput[],
+  kind: 'usageSessions' | 'identifierSessions',
+  sessionColumns: Array<SessionColumn<S>>,
+  sessionsOf: (o: DeviceOutput) => S[],
+): unknown[] {
+  const rows = outputs.flatMap((o) => sessionsOf(o).map((s) => ({ o, s })));
+  return [...replacePoints(outputs, kind), ...sessionColumns.map(([, , value]) => rows.map((r) => value(r.o, r.s)))];
+}
+
+/** Writes the devices' usage sessions from each one's replace point on (writeSessionsSql). */
+export async function writeUsageSessions(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
   await client.query(
-    `/* worker:insertUsageSessions */
-     INSERT INTO usage_sessions (id, tenant_id, device_id, asset_id, start_ts, end_ts, is_open, start_reason, end_reason,
-       confidence, identifier, distance_m, duration_seconds, moving_seconds, stationary_running_seconds, stop_count, trip_count,
-       imu_anomaly_count, imu_sample_count, hourmeter_delta, container_cycle_count, loaded_seconds, empty_seconds,
-       loaded_distance_m, empty_distance_m)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::timestamptz[], $7::bool[],
-       $8::text[], $9::text[], $10::float8[], $11::text[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[],
-       $17::int[], $18::int[], $19::int[], $20::int8[], $21::int[], $22::int[], $23::int[], $24::float8[], $25::float8[])
-     ON CONFLICT (id) DO UPDATE SET
-       asset_id = EXCLUDED.asset_id, end_ts = EXCLUDED.end_ts, is_open = EXCLUDED.is_open, start_reason = EXCLUDED.start_reason,
-       end_reason = EXCLUDED.end_reason, confidence = EXCLUDED.confidence, identifier = EXCLUDED.identifier,
-       distance_m = EXCLUDED.distance_m, duration_seconds = EXCLUDED.duration_seconds, moving_seconds = EXCLUDED.moving_seconds,
-       stationary_running_seconds = EXCLUDED.stationary_running_seconds, stop_count = EXCLUDED.stop_count,
-       trip_count = EXCLUDED.trip_count, imu_anomaly_count = EXCLUDED.imu_anomaly_count,
-       imu_sample_count = EXCLUDED.imu_sample_count, hourmeter_delta = EXCLUDED.hourmeter_delta,
-       container_cycle_count = EXCLUDED.container_cycle_count, loaded_seconds = EXCLUDED.loaded_seconds,
-       empty_seconds = EXCLUDED.empty_seconds, loaded_distance_m = EXCLUDED.loaded_distance_m,
-       empty_distance_m = EXCLUDED.empty_distance_m`,
-    columns(rows, [
-      (r) => r.s.id,
-      (r) => r.o.tenantId,
-      (r) => r.o.deviceId,
-      (r) => r.s.assetId,
-      (r) => toTimestamp(r.s.start),
-      (r) => toTimestamp(r.s.end),
-      (r) => r.s.isOpen,
-      (r) => r.s.startReason,
-      (r) => r.s.endReason,
-      (r) => r.s.confidence,
-      (r) => r.s.identifier,
-      (r) => r.s.distanceM,
-      (r) => whole((r.s.end - r.s.start) / 1000),
-      (r) => whole(r.s.movingSeconds),
-      (r) => whole(r.s.stationaryRunningSeconds),
-      (r) => r.s.stopCount,
-      (r) => r.s.tripCount,
-      (r) => r.s.imuAnomalyCount,
-      (r) => r.s.imuSampleCount,
-      (r) => r.s.hourmeterDelta,
-      (r) => r.s.containerCycleCount,
-      (r) => whole(r.s.loadedSeconds),
-      (r) => whole(r.s.emptySeconds),
-      (r) => r.s.loadedDistanceM,
-      (r) => r.s.emptyDistanceM,
-    ]),
+    writeUsageSessionsSql,
+    sessionValues(outputs, 'usageSessions', usageSessionColumns, (o) => o.usageSessions),
   );
 }
 
-export async function insertIdentifierSessions(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
-  const rows = outputs.flatMap((o) => o.identifierSessions.map((session) => ({ o, s: session })));
-  if (rows.length === 0) return;
+/** Writes the devices' identifier sessions from each one's replace point on (writeSessionsSql). */
+export async function writeIdentifierSessions(client: PoolClient, outputs: DeviceOutput[]): Promise<void> {
   await client.query(
-    `/* worker:insertIdentifierSessions */
-     INSERT INTO identifier_sessions (id, tenant_id, device_id, asset_id, identifier, start_ts, end_ts, is_open, end_reason,
-       confidence, distance_m, duration_seconds, event_count, gps_point_count, stop_count, trip_count, container_cycle_count,
-       loaded_seconds, empty_seconds, loaded_distance_m, empty_distance_m)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[], $7::timestamptz[],
-       $8::bool[], $9::text[], $10::float8[], $11::float8[], $12::int[], $13::int[], $14::int[], $15::int[], $16::int[],
-       $17::int[], $18::int[], $19::int[], $20::float8[], $21::float8[])
-     ON CONFLICT (id) DO UPDATE SET
-       asset_id = EXCLUDED.asset_id, identifier = EXCLUDED.identifier, end_ts = EXCLUDED.end_ts, is_open = EXCLUDED.is_open,
-       end_reason = EXCLUDED.end_reason, confidence = EXCLUDED.confidence, distance_m = EXCLUDED.distance_m,
-       duration_seconds = EXCLUDED.duration_seconds, event_count = EXCLUDED.event_count,
-       gps_point_count = EXCLUDED.gps_point_count, stop_count = EXCLUDED.stop_count, trip_count = EXCLUDED.trip_count,
-       container_cycle_count = EXCLUDED.container_cycle_count, loaded_seconds = EXCLUDED.loaded_seconds,
-       empty_seconds = EXCLUDED.empty_seconds, loaded_distance_m = EXCLUDED.loaded_distance_m,
-       empty_distance_m = EXCLUDED.empty_distance_m`,
-    columns(rows, [
-      (r) => r.s.id,
-      (r) => r.o.tenantId,
-      (r) => r.o.deviceId,
-      (r) => r.s.assetId,
-      (r) => r.s.identifier,
-      (r) => toTimestamp(r.s.start),
-      (r) => toTimestamp(r.s.end),
-      (r) => r.s.isOpen,
-      (r) => r.s.endReason,
-      (r) => r.s.confidence,
-      (r) => r.s.distanceM,
-      (r) => whole((r.s.end - r.s.start) / 1000),
-      (r) => r.s.eventCount,
-      (r) => r.s.gpsPointCount,
-      (r) => r.s.stopCount,
-      (r) => r.s.tripCount,
-      (r) => r.s.containerCycleCount,
-      (r) => whole(r.s.loadedSeconds),
-      (r) => whole(r.s.emptySeconds),
-      (r) => r.s.loadedDistanceM,
-      (r) => r.s.emptyDistanceM,
-    ]),
+    writeIdentifierSessionsSql,
+    sessionValues(outputs, 'identifierSessions', identifierSessionColumns, (o) => o.identifierSessions),
   );
 }
 

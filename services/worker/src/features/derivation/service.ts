@@ -16,10 +16,8 @@ import type { PoolClient } from '@gantry/db';
 import { derivationMetrics } from './metrics.ts';
 import {
   claimDirtyDevices,
-  deleteReplaced,
-  insertIdentifierSessions,
+  deleteReplacedSegments,
   insertSegments,
-  insertUsageSessions,
   loadCheckpoints,
   loadDerivationStates,
   loadReadings,
@@ -30,6 +28,8 @@ import {
   type ClaimedDevice,
   type DeviceOutput,
   type Invalidation,
+  writeIdentifierSessions,
+  writeUsageSessions,
 } from './repository.ts';
 
 export interface DerivationDeps {
@@ -202,10 +202,10 @@ async function deriveClaimed(
   }
 
   if (outputs.length > 0) {
-    const removed = await deleteReplaced(client, outputs);
+    const removed = await deleteReplacedSegments(client, outputs);
     const written = await insertSegments(client, outputs, { contributions: mode === 'postgres' });
-    await insertUsageSessions(client, outputs);
-    await insertIdentifierSessions(client, outputs);
+    await writeUsageSessions(client, outputs);
+    await writeIdentifierSessions(client, outputs);
     await saveDerivationState(client, outputs);
     if (mode === 'timescaledb') invalidations.push(...segmentInvalidations(outputs, removed));
     await recordInvalidations(client, invalidations);
