@@ -22,6 +22,7 @@
  * database at the end; --skip-backlog keeps the previous run's derived state (to repeat
  * the load and query phases), --skip-queries stops after the load phase.
  */
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { loadConfig } from '@gantry/config';
@@ -39,6 +40,7 @@ import { silentLogger } from '@gantry/logger';
 import { deriveDirtyDevices, type DerivationDeps } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
+import { describeSessionTables, sessionTableStats, type SessionTableStats } from './session-tables.ts';
 
 const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
@@ -56,7 +58,7 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 function log(message: string): void {
-  process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
+  process.stdout.write(`${new Date().toISOString().slice(11, 19)} [load ${os.loadavg()[0]!.toFixed(1)}] ${message}\n`);
 }
 
 function percentile(values: number[], p: number): number {
@@ -90,6 +92,8 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
     );
     if (rows[0]?.value.marker === marker) {
       log(`reusing the seeded ${database} (${DEVICES} devices × ${DAYS} days); --reseed rebuilds it`);
+      // Migrations added since the seed (the seed's data does not depend on them).
+      await migrateDatabase(url, { storageMode: mode, retention: { bronzeDays: 14, readingDays: 400 } });
       return { pool, url, start: rows[0].value.start, end: rows[0].value.end };
     }
     await pool.end();
@@ -342,6 +346,16 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
   );
 }
 
+/** The session tables after the phase before: backends publish their counters within 10 s of going idle. */
+async function settledSessionTables(pool: Pool): Promise<SessionTableStats[]> {
+  await new Promise((resolve) => setTimeout(resolve, 11_000));
+  return sessionTableStats(pool);
+}
+
+function logSessionTables(phase: string, before: SessionTableStats[], after: SessionTableStats[]): void {
+  for (const line of describeSessionTables(before, after)) log(`session tables during the ${phase}, ${line}`);
+}
+
 /**
  * A database of its own for the query: 30 days × 500 assets of segments (four per asset
  * and hour: driving empty, stationary loaded, driving loaded, parked), seeded once.
@@ -466,10 +480,14 @@ async function main(): Promise<void> {
       log('--skip-backlog: keeping what the previous run derived');
     } else {
       await resetDerived(pool, mode, start);
+      const beforeBacklog = await settledSessionTables(pool);
       await deriveBacklog(pool, url, start);
+      logSessionTables('backlog', beforeBacklog, await settledSessionTables(pool));
       await refreshTimed(pool, mode, 'first utilization gold refresh (hourly and daily, from scratch)');
     }
+    const beforeLoad = await settledSessionTables(pool);
     await sustainedLoad(pool, url, mode);
+    logSessionTables('load', beforeLoad, await settledSessionTables(pool));
     if (args.has('--skip-queries')) return;
     const query = await prepareQueryDatabase(mode);
     try {

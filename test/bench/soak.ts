@@ -52,6 +52,7 @@ import { buckets, quantileBound, scrape, sum } from './soak/prometheus.ts';
 import { watchLogs, type LogWatch } from './soak/service-logs.ts';
 import { formatRow, tableHeader, type Row } from './soak/table.ts';
 import { judgeFlatness, type Check, type RssPoint } from './soak/verdict.ts';
+import { describeSessionTables, sessionTableStats } from './session-tables.ts';
 
 function setting(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -479,6 +480,7 @@ async function main(): Promise<void> {
     const gold = await goldState(pool);
     const derived = await derivedCounts(pool);
     const churn = await tableChurn(pool);
+    const sessionTables = await sessionTableStats(pool);
     const ingestMetrics = await scrape(ingest.url);
     const workerMetrics = await scrape(worker.url);
     const redelivered = sum(ingestMetrics, 'gantry_ingest_messages_redelivered_total') - redeliveredBefore;
@@ -580,6 +582,7 @@ async function main(): Promise<void> {
       `traffic: a message per device every ${fmt(intervalMs)} ms; derived ${fmt(derived.segments)} segments, ${fmt(derived.usage)} usage and ` +
         `${fmt(derived.identifier)} identifier sessions, ${fmt(derived.alerts)} geofence alerts; gold invalidations left at the end ${fmt(gold.backlog)}`,
     );
+    for (const line of describeSessionTables([], sessionTables)) out(`session table ${line}`);
     out(
       `ingest: batch write + commit p50 ≤ ${fmt(quantileBound(commitBefore, commitAll, 0.5), 3)} s, p95 ≤ ${fmt(quantileBound(commitBefore, commitAll, 0.95), 2)} s; ` +
         `a writer was waiting for a row lock (worker claim or the other writer) at ${fmt(lockWaitShare)} % of the ${fmt(probes.length)} probes`,
