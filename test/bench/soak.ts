@@ -480,6 +480,7 @@ async function main(): Promise<void> {
     const gold = await goldState(pool);
     const derived = await derivedCounts(pool);
     const churn = await tableChurn(pool);
+    const autovacuum = (await pool.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum;
     const sessionTables = await sessionTableStats(pool);
     const ingestMetrics = await scrape(ingest.url);
     const workerMetrics = await scrape(worker.url);
@@ -614,7 +615,7 @@ async function main(): Promise<void> {
         ' cores',
     );
     out(
-      `row-per-device tables (updates, HOT %, dead rows, pages, autovacuums): ${churn
+      `row-per-device tables (updates, HOT %, dead rows, pages, autovacuums${autovacuum === 'on' ? '' : '; autovacuum is OFF on this server, so only HOT pruning removes dead rows'}): ${churn
         .map(
           (table) =>
             `${table.table} ${fmt(table.updates)} / ${fmt(table.hotPercent, 1)} % / ${fmt(table.deadRows)} / ${fmt(table.pages)} / ${fmt(table.autovacuums)}`,
