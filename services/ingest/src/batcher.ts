@@ -3,7 +3,7 @@ import type { Pool } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { ingestMetrics, recordOutcomes } from './metrics.ts';
 import type { ParsedMessage } from './pipeline/steps.ts';
-import { clip } from './pipeline/steps.ts';
+import { clip, NO_REJECTIONS } from './pipeline/steps.ts';
 import { MESSAGE_ID_FACTOR } from './storage/bronze.ts';
 import { inTransaction, isDataError } from './storage/transaction.ts';
 import { writeBatch, type WriteMethod } from './storage/write-batch.ts';
@@ -187,7 +187,7 @@ export class Batcher {
     const refused: ParsedMessage = {
       ...message,
       readings: [],
-      entryRejections: [],
+      entryRejections: NO_REJECTIONS,
       rejection: { reason: 'storage_error', detail },
     };
     try {

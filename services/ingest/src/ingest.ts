@@ -66,6 +66,7 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
     oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES,
   });
 
+  const parseOptions = { maxPayloadBytes: settings.maxPayloadBytes, bounds: timeBounds(config, Date.now()) };
   const connection: IngestConnection = await openIngestConnection({
     url,
     username: config.mqtt.username,
@@ -88,10 +89,9 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
     onPacket(packet, settle) {
       const receivedAt = Date.now();
       const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-      const message = parseMessage(
-        { topic: packet.topic, payload, receivedAt },
-        { maxPayloadBytes: settings.maxPayloadBytes, bounds: timeBounds(config, receivedAt) },
-      );
+      // One options object for every message (parseMessage keeps no reference to it): only the clock moves.
+      parseOptions.bounds.now = receivedAt;
+      const message = parseMessage({ topic: packet.topic, payload, receivedAt }, parseOptions);
       noteReceivedMessage(message.messageType ?? 'unknown');
       if (packet.dup) ingestMetrics.redelivered.inc();
       batcher.add({ message, settle });

@@ -1,7 +1,7 @@
 import type { Config } from '@gantry/config';
 import type { Pool } from '@gantry/db';
 import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from './ingest.ts';
-import { parseMessage } from './pipeline/steps.ts';
+import { NO_REJECTIONS, parseMessage } from './pipeline/steps.ts';
 import { rewriteBronzeBatch, type BronzeOutcome, type StoredBatch } from './storage/bronze.ts';
 import type { CountedMessage } from './storage/counters.ts';
 import type { DeviceRecord } from './storage/tables.ts';
@@ -236,7 +236,7 @@ async function replayBatch(
             deviceTs: row.device_ts?.getTime() ?? null,
             readings: [],
             rejection: null,
-            entryRejections: [],
+            entryRejections: NO_REJECTIONS,
           };
       const entry = { position: row.position, message, outcome: before };
       entries.push(entry);

@@ -143,14 +143,24 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
     pending.push(entry);
     unackedBytes += bytes;
     unackedByStream.set(entry.stream, (unackedByStream.get(entry.stream) ?? 0) + 1);
-    options.onPacket(publish, () => {
-      entry.done = true;
-      scheduleFlush();
-    });
+    options.onPacket(publish, settlerOf(entry));
     report();
-    if (full()) stalled = () => callback(DEFERRED);
+    if (full()) stalled = holdOf(callback);
     else callback(DEFERRED);
   };
+
+  // Made outside handleMessage: a closure keeps its whole enclosing scope alive, and
+  // handleMessage's holds mqtt.js' callback, whose scope holds the packet and its
+  // payload. The settler lives until the batch commits, so it must capture the entry alone.
+  function settlerOf(entry: Pending): () => void {
+    return () => {
+      entry.done = true;
+      scheduleFlush();
+    };
+  }
+  function holdOf(callback: (error?: Error) => void): () => void {
+    return () => callback(DEFERRED);
+  }
 
   // mqtt.js drops the old connection's packet pump on close; a held callback belongs to it.
   client.on('close', () => {

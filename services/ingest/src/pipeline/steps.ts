@@ -47,15 +47,22 @@ export interface ParsedMessage {
   readings: Reading[];
   /** Set when the whole message is rejected. */
   rejection: { reason: RejectionReason; detail: string } | null;
-  /** Entries of a batch that were rejected (the rest are in readings). */
-  entryRejections: EntryRejection[];
+  /** Entries of a batch that were rejected (the rest are in readings); NO_REJECTIONS when none. */
+  entryRejections: readonly EntryRejection[];
 }
 
-const TOPIC_LEVELS = TOPIC_PREFIX.split('/').length + 2;
+/** The entry rejections of every message without any: one shared empty array, not one per message. */
+export const NO_REJECTIONS: readonly EntryRejection[] = Object.freeze([]);
 
-export function parseTopicStep(topic: string): StepResult<{ deviceKey: string; messageType: DeviceMessageType }> {
-  const levels = topic.split('/');
-  if (levels.length !== TOPIC_LEVELS || !topic.startsWith(`${TOPIC_PREFIX}/`)) {
+const TOPIC_LEVELS = TOPIC_PREFIX.split('/').length + 2;
+const TOPIC_START = `${TOPIC_PREFIX}/`;
+
+/** `levels`: the topic split at '/', when the caller has split it already. */
+export function parseTopicStep(
+  topic: string,
+  levels: readonly string[] = topic.split('/'),
+): StepResult<{ deviceKey: string; messageType: DeviceMessageType }> {
+  if (levels.length !== TOPIC_LEVELS || !topic.startsWith(TOPIC_START)) {
     return rejected('unknown_topic', `topic must be ${TOPIC_PREFIX}/{deviceId}/{type}`);
   }
   const deviceKey = levels[TOPIC_LEVELS - 2]!;
@@ -182,6 +189,12 @@ function reading(type: ReadingType, value: unknown, receivedAt: number, bounds: 
   return valid.ok ? checkTimeBoundsStep(valid.value, receivedAt, bounds) : valid;
 }
 
+/** Marks the message rejected (a function of its own: no closure made per message). */
+function rejectWith(message: ParsedMessage, result: { reason: RejectionReason; detail: string }): ParsedMessage {
+  message.rejection = { reason: result.reason, detail: result.detail };
+  return message;
+}
+
 /**
  * The per-message steps: topic → size → UTF-8 → JSON → schema → time bounds. Pure and
  * synchronous; device resolution and deduplication happen per batch (storage).
@@ -194,11 +207,7 @@ export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number
     deviceTs: null,
     readings: [],
     rejection: null,
-    entryRejections: [],
-  };
-  const reject = (result: { reason: RejectionReason; detail: string }) => {
-    message.rejection = { reason: result.reason, detail: result.detail };
-    return message;
+    entryRejections: NO_REJECTIONS,
   };
 
   const levels = raw.topic.split('/');
@@ -206,21 +215,21 @@ export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number
     message.deviceKey = clip(levels[TOPIC_LEVELS - 2]!, 200);
     message.messageType = clip(levels[TOPIC_LEVELS - 1]!, 40);
   }
-  const topic = parseTopicStep(raw.topic);
-  if (!topic.ok) return reject(topic);
+  const topic = parseTopicStep(raw.topic, levels);
+  if (!topic.ok) return rejectWith(message, topic);
   const size = checkSizeStep(raw.payload, options.maxPayloadBytes);
-  if (!size.ok) return reject(size);
+  if (!size.ok) return rejectWith(message, size);
   const text = decodeStep(raw.payload);
-  if (!text.ok) return reject(text);
+  if (!text.ok) return rejectWith(message, text);
   const json = parseJsonStep(text.value);
-  if (!json.ok) return reject(json);
+  if (!json.ok) return rejectWith(message, json);
 
   const type = topic.value.messageType;
   if (type !== 'batch') {
     const result = reading(type, json.value, raw.receivedAt, options.bounds);
     if (!result.ok) {
       message.deviceTs = looseTs(json.value);
-      return reject(result);
+      return rejectWith(message, result);
     }
     message.readings.push(result.value);
     message.deviceTs = result.value.ts;
@@ -228,9 +237,16 @@ export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number
   }
 
   if (!Array.isArray(json.value))
-    return reject({ reason: 'invalid_payload', detail: 'a batch payload must be a JSON array of typed readings' });
-  if (json.value.length === 0) return reject({ reason: 'empty_batch', detail: 'the batch holds no readings' });
-  json.value.forEach((entry: unknown, index) => {
+    return rejectWith(message, {
+      reason: 'invalid_payload',
+      detail: 'a batch payload must be a JSON array of typed readings',
+    });
+  if (json.value.length === 0)
+    return rejectWith(message, { reason: 'empty_batch', detail: 'the batch holds no readings' });
+  const entryRejections: EntryRejection[] = [];
+  const entries: unknown[] = json.value;
+  for (let index = 0; index < entries.length; index += 1) {
+    const entry = entries[index];
     const entryType = isPlainObject(entry) ? entry.type : undefined;
     let result: StepResult<Reading>;
     if (!isPlainObject(entry)) result = rejected('invalid_payload', 'a batch entry must be a JSON object');
@@ -244,12 +260,16 @@ export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number
       message.readings.push(result.value);
       if (message.deviceTs === null || result.value.ts > message.deviceTs) message.deviceTs = result.value.ts;
     } else {
-      message.entryRejections.push({ index, reason: result.reason, detail: result.detail });
+      entryRejections.push({ index, reason: result.reason, detail: result.detail });
     }
-  });
+  }
+  if (entryRejections.length > 0) message.entryRejections = entryRejections;
   if (message.readings.length === 0) {
-    const first = message.entryRejections[0]!;
-    return reject({ reason: first.reason, detail: `every entry was rejected; entry ${first.index}: ${first.detail}` });
+    const first = entryRejections[0]!;
+    return rejectWith(message, {
+      reason: first.reason,
+      detail: `every entry was rejected; entry ${first.index}: ${first.detail}`,
+    });
   }
   return message;
 }
