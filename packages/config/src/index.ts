@@ -49,13 +49,14 @@ export const environmentSchema = z.object({
   GANTRY_INGEST_MAX_PAYLOAD_BYTES: positiveInt.default(65536),
   GANTRY_INGEST_MAX_FUTURE_SECONDS: nonNegativeInt.default(300),
   GANTRY_INGEST_MAX_IN_FLIGHT: positiveInt.default(10000),
-  GANTRY_INGEST_MAX_IN_FLIGHT_BYTES: positiveInt.default(16 * 1024 * 1024),
+  GANTRY_INGEST_MAX_IN_FLIGHT_BYTES: positiveInt.default(4 * 1024 * 1024),
   GANTRY_INGEST_SESSION_EXPIRY_SECONDS: positiveInt.default(86400),
   GANTRY_INGEST_WRITERS: positiveInt.default(2),
   GANTRY_INGEST_WRITE_METHOD: z.enum(['unnest', 'copy']).default('copy'),
   GANTRY_INGEST_STATEMENT_TIMEOUT_MS: positiveInt.default(30000),
   GANTRY_INGEST_DRAIN_TIMEOUT_MS: positiveInt.default(15000),
   GANTRY_INGEST_METRICS_PORT: port.default(9464),
+  GANTRY_INGEST_HEAP_GROWTH_PERCENT: nonNegativeInt.default(100),
 
   GANTRY_BRONZE_RETENTION_DAYS: positiveInt.default(14),
   GANTRY_READING_RETENTION_DAYS: positiveInt.default(400),
@@ -156,6 +157,8 @@ export interface Config {
     statementTimeoutMs: number;
     drainTimeoutMs: number;
     metricsPort: number;
+    /** V8's --heap-growing-percent for the standalone ingest process (0: V8's own). */
+    heapGrowthPercent: number;
   };
   retention: { bronzeDays: number; readingDays: number };
   worker: { pollMs: number; metricsPort: number; deviceBatch: number; goldRefreshMs: number };
@@ -267,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       statementTimeoutMs: e.GANTRY_INGEST_STATEMENT_TIMEOUT_MS,
       drainTimeoutMs: e.GANTRY_INGEST_DRAIN_TIMEOUT_MS,
       metricsPort: e.GANTRY_INGEST_METRICS_PORT,
+      heapGrowthPercent: e.GANTRY_INGEST_HEAP_GROWTH_PERCENT,
     },
     retention: { bronzeDays: e.GANTRY_BRONZE_RETENTION_DAYS, readingDays: e.GANTRY_READING_RETENTION_DAYS },
     worker: {
