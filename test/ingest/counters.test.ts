@@ -202,7 +202,13 @@ describe('ingest counters', () => {
       (count) => count >= total,
       240_000,
       'every reading',
-    );
+    ).catch((error: Error) => {
+      // What the restarted process said (it logs warnings and errors) tells a stall from a stop.
+      const { exitCode, signalCode } = second.child;
+      throw new Error(
+        `${error.message}\nrestarted ingest: exit ${exitCode} ${signalCode}; stderr:\n${second.stderr()}`,
+      );
+    });
     await second.stop();
 
     await expectCountersEqualRecount(db);
