@@ -615,10 +615,10 @@ async function main(): Promise<void> {
         ' cores',
     );
     out(
-      `row-per-device tables (updates, HOT %, dead rows, pages, autovacuums${autovacuum === 'on' ? '' : '; autovacuum is OFF on this server, so only HOT pruning removes dead rows'}): ${churn
+      `row-per-device tables (updates, HOT %, dead rows, pages, vacuums${autovacuum === 'on' ? '' : "; autovacuum is OFF on this server: the worker's table maintenance vacuums and analyzes"}): ${churn
         .map(
           (table) =>
-            `${table.table} ${fmt(table.updates)} / ${fmt(table.hotPercent, 1)} % / ${fmt(table.deadRows)} / ${fmt(table.pages)} / ${fmt(table.autovacuums)}`,
+            `${table.table} ${fmt(table.updates)} / ${fmt(table.hotPercent, 1)} % / ${fmt(table.deadRows)} / ${fmt(table.pages)} / ${fmt(table.vacuums)}`,
         )
         .join('; ')}`,
     );

@@ -4,6 +4,7 @@ import { derivationLoop } from './features/derivation/loop.ts';
 import { goldRefreshLoop } from './features/gold/loop.ts';
 import { presentRefresher } from './features/gold/present.ts';
 import { housekeepingLoop } from './features/housekeeping/loop.ts';
+import { tableMaintenanceLoop } from './features/housekeeping/table-maintenance.ts';
 import { webhookDeliveryLoop } from './features/webhooks/loop.ts';
 
 /** Every kind of background work the worker runs, feature by feature. */
@@ -13,6 +14,7 @@ export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
   const present = deps.storageMode === 'timescaledb' ? presentRefresher(deps) : null;
   return [
     housekeepingLoop(deps),
+    tableMaintenanceLoop(deps),
     webhookDeliveryLoop(deps),
     derivationLoop(present ? { ...deps, afterCommit: present.notify } : deps),
     ...(present ? [present.loop] : []),

@@ -83,7 +83,8 @@ export interface TableChurn {
   hotPercent: number;
   deadRows: number;
   pages: number;
-  autovacuums: number;
+  /** Vacuums by autovacuum, or by the worker's table maintenance where autovacuum is off. */
+  vacuums: number;
 }
 
 /** How the tables rewritten a row per device per batch took it: the bloat that slows their readers. */
@@ -93,7 +94,7 @@ export async function tableChurn(pool: Pool): Promise<TableChurn[]> {
      SELECT relname AS "table", n_tup_upd::float8 AS updates,
             CASE WHEN n_tup_upd = 0 THEN 0 ELSE 100.0 * n_tup_hot_upd / n_tup_upd END::float8 AS "hotPercent",
             n_dead_tup::float8 AS "deadRows", (pg_relation_size(relid) / 8192)::float8 AS pages,
-            autovacuum_count::float8 AS autovacuums
+            (autovacuum_count + vacuum_count)::float8 AS vacuums
        FROM pg_stat_user_tables
       WHERE relname IN ('device_state', 'derivation_queue', 'derivation_state', 'device_counts_hourly')
       ORDER BY n_tup_upd DESC`,
