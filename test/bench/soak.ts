@@ -257,7 +257,13 @@ async function main(): Promise<void> {
 
     // 2. The services as real processes.
     const run = randomBytes(3).toString('hex');
-    const common = { GANTRY_DATABASE_URL: databaseUrl, GANTRY_MQTT_URL: broker.url };
+    // GANTRY_* variables the soak runs with reach every service (tuning: batch sizes, pools …).
+    const passed = Object.fromEntries(
+      Object.entries(process.env).filter(
+        (entry): entry is [string, string] => entry[0].startsWith('GANTRY_') && entry[1] !== undefined,
+      ),
+    );
+    const common = { ...passed, GANTRY_DATABASE_URL: databaseUrl, GANTRY_MQTT_URL: broker.url };
     const serviceEnv: Record<ServiceName, Record<string, string>> = {
       // Load, not the limiter, is under test: budgets the rotation never reaches, so a 429 is a real error.
       api: {

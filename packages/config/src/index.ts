@@ -40,7 +40,7 @@ export const environmentSchema = z.object({
   GANTRY_DB_POOL_SIZE: positiveInt.default(10),
 
   GANTRY_INGEST_BATCH_SIZE: positiveInt.default(2000),
-  GANTRY_INGEST_BATCH_MS: positiveInt.default(200),
+  GANTRY_INGEST_BATCH_MS: positiveInt.default(1000),
   GANTRY_INGEST_SHARED_GROUP: z
     .string()
     .regex(/^[A-Za-z0-9_-]*$/)

@@ -96,6 +96,8 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
       if (packet.dup) ingestMetrics.redelivered.inc();
       batcher.add({ message, settle });
     },
+    // Nothing arrives while the window is full: waiting out the batch window would stall ingest.
+    onFull: () => batcher.seal(),
   });
   logger.info(
     {

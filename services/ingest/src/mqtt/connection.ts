@@ -19,6 +19,8 @@ export interface IngestConnectionOptions {
   connectTimeoutMs: number;
   logger: Logger;
   onPacket(packet: IPublishPacket, settle: () => void): void;
+  /** The in-flight window is full and reading stops until acknowledgements free it. */
+  onFull?(): void;
   /**
    * The connection gave up for good (another client took the session over): ingest must
    * stop. Not called for outages, which are retried.
@@ -130,6 +132,7 @@ function attempt(version: 4 | 5, options: IngestConnectionOptions): Promise<Atte
     maxUnackedBytes: options.maxInFlightBytes,
     onPacket: options.onPacket,
     onUnackedChange: noteUnacknowledged,
+    ...(options.onFull ? { onFull: options.onFull } : {}),
   });
   return new Promise((resolve, reject) => {
     let settled = false;

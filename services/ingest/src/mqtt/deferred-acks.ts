@@ -64,6 +64,11 @@ export interface DeferredAckOptions {
   /** A packet to process; call settle() once it is safely stored. */
   onPacket(packet: IPublishPacket, settle: () => void): void;
   onUnackedChange?(count: number): void;
+  /**
+   * Reading stops: the window is full. Nothing more arrives until a batch commits, so a
+   * batch still open (waiting for its time) should close now.
+   */
+  onFull?(): void;
 }
 
 export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptions): DeferredAcks {
@@ -145,8 +150,10 @@ export function attachDeferredAcks(client: MqttClient, options: DeferredAckOptio
     unackedByStream.set(entry.stream, (unackedByStream.get(entry.stream) ?? 0) + 1);
     options.onPacket(publish, settlerOf(entry));
     report();
-    if (full()) stalled = holdOf(callback);
-    else callback(DEFERRED);
+    if (full()) {
+      stalled = holdOf(callback);
+      options.onFull?.();
+    } else callback(DEFERRED);
   };
 
   // Made outside handleMessage: a closure keeps its whole enclosing scope alive, and
