@@ -2,16 +2,9 @@ import { silentLogger } from '@gantry/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tableMaintenanceLoop } from '../../services/worker/src/features/housekeeping/table-maintenance.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { waitFor } from '../support/ingest.ts';
 
-/** pg_stat_* reach other sessions a little late; read until the condition holds. */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let attempt = 0; ; attempt += 1) {
-    const value = await read();
-    if (done(value) || attempt >= 100) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
+// pg_stat_* reach other sessions a little late: reads wait for what they expect (waitFor).
 describe('table maintenance by the worker (autovacuum off)', () => {
   let db: TestDatabase;
 
@@ -51,9 +44,11 @@ describe('table maintenance by the worker (autovacuum off)', () => {
     await db.pool.query(`INSERT INTO quiet SELECT i FROM generate_series(1, 10) i`);
     await db.pool.query(`ANALYZE quiet`);
     await db.pool.query(`INSERT INTO quiet SELECT i FROM generate_series(11, 20) i`);
-    await eventually(
+    await waitFor(
       () => tableStats('churned'),
       (stats) => (stats?.dead ?? 0) >= 300,
+      10_000,
+      'the deleted rows in pg_stat_user_tables',
     );
 
     const loop = tableMaintenanceLoop({ pool: db.pool, logger: silentLogger() }, { always: true });
@@ -63,15 +58,19 @@ describe('table maintenance by the worker (autovacuum off)', () => {
       if (steps > 50) throw new Error('the loop never rests');
     }
 
-    const grown = await eventually(
+    const grown = await waitFor(
       () => tableStats('grown'),
       (stats) => stats?.analyzed === 1,
+      10_000,
+      'grown analyzed',
     );
     expect(grown).toMatchObject({ analyzed: 1, vacuumed: 0 });
     expect(grown?.statistics).toBeGreaterThan(0);
-    const churned = await eventually(
+    const churned = await waitFor(
       () => tableStats('churned'),
       (stats) => stats?.vacuumed === 1,
+      10_000,
+      'churned vacuumed',
     );
     expect(churned).toMatchObject({ vacuumed: 1, analyzed: 2, dead: 0 });
     // 10 rows since its own ANALYZE: below 50 + 10 %, left alone.
@@ -83,7 +82,7 @@ describe('table maintenance by the worker (autovacuum off)', () => {
     const { rows } = await db.pool.query<{ autovacuum: string }>(`SELECT current_setting('autovacuum') AS autovacuum`);
     await db.pool.query(`CREATE TABLE fresh (id int)`);
     await db.pool.query(`INSERT INTO fresh SELECT generate_series(1, 1000)`);
-    await eventually(
+    await waitFor(
       async () =>
         (
           await db.pool.query<{ changed: number }>(
@@ -91,6 +90,8 @@ describe('table maintenance by the worker (autovacuum off)', () => {
           )
         ).rows[0]?.changed ?? 0,
       (changed) => changed >= 1000,
+      10_000,
+      'the inserted rows in pg_stat_user_tables',
     );
     const loop = tableMaintenanceLoop({ pool: db.pool, logger: silentLogger() });
     const work = await loop.runOnce();
