@@ -45,10 +45,28 @@ interface BucketSum {
 export class PositionTally {
   readonly minutes = new Map<string, BucketSum>();
   readonly quarters = new Map<string, BucketSum>();
+  /** The buckets added to last: a batch's fixes of one device come in time order, mostly in the same minute. */
+  private lastMinute: BucketSum | undefined;
+  private lastQuarter: BucketSum | undefined;
 
   add(tenantId: string, assetId: string, ts: number, latitude: number, longitude: number): void {
-    note(this.minutes, tenantId, assetId, bucketOf(ts, MINUTE_MS), ts, latitude, longitude);
-    note(this.quarters, tenantId, assetId, bucketOf(ts, QUARTER_MS), ts, latitude, longitude);
+    let minute = this.lastMinute;
+    if (minute === undefined || minute.assetId !== assetId || ts < minute.bucket || ts >= minute.bucket + MINUTE_MS) {
+      minute = bucket(this.minutes, tenantId, assetId, bucketOf(ts, MINUTE_MS));
+      this.lastMinute = minute;
+    }
+    note(minute, ts, latitude, longitude);
+    let quarter = this.lastQuarter;
+    if (
+      quarter === undefined ||
+      quarter.assetId !== assetId ||
+      ts < quarter.bucket ||
+      ts >= quarter.bucket + QUARTER_MS
+    ) {
+      quarter = bucket(this.quarters, tenantId, assetId, bucketOf(ts, QUARTER_MS));
+      this.lastQuarter = quarter;
+    }
+    note(quarter, ts, latitude, longitude);
   }
 
   get size(): number {
@@ -56,22 +74,19 @@ export class PositionTally {
   }
 }
 
-function note(
-  sums: Map<string, BucketSum>,
-  tenantId: string,
-  assetId: string,
-  bucket: number,
-  ts: number,
-  latitude: number,
-  longitude: number,
-): void {
+/** The bucket's sum, new (no fix yet) if the tally has none. */
+function bucket(sums: Map<string, BucketSum>, tenantId: string, assetId: string, start: number): BucketSum {
   // Fixed width (uuid, zero-padded bucket), so the string order is the key order.
-  const key = `${assetId}|${String(bucket / MINUTE_MS).padStart(9, '0')}`;
-  const sum = sums.get(key);
+  const key = `${assetId}|${String(start / MINUTE_MS).padStart(9, '0')}`;
+  let sum = sums.get(key);
   if (sum === undefined) {
-    sums.set(key, { tenantId, assetId, bucket, latitude, longitude, points: 1, lastTs: ts });
-    return;
+    sum = { tenantId, assetId, bucket: start, latitude: 0, longitude: 0, points: 0, lastTs: Number.NEGATIVE_INFINITY };
+    sums.set(key, sum);
   }
+  return sum;
+}
+
+function note(sum: BucketSum, ts: number, latitude: number, longitude: number): void {
   sum.points += 1;
   if (ts > sum.lastTs) {
     sum.lastTs = ts;
