@@ -49,7 +49,11 @@ const MINUTE = 60_000;
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const log = (message: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
-const load = () => os.loadavg().map((value) => value.toFixed(1)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ');
 
 type Path = 'before' | 'now';
 
@@ -233,7 +237,9 @@ async function main(): Promise<void> {
       for (const side of order) await pass(side, from, deviceIds);
       if (index % 12 === 11) {
         loads.push(load());
-        log(`minute ${(index + 1) / 12}: before ${sides[0]!.ms.toFixed(0)} ms, now ${sides[1]!.ms.toFixed(0)} ms; load ${load()}`);
+        log(
+          `minute ${(index + 1) / 12}: before ${sides[0]!.ms.toFixed(0)} ms, now ${sides[1]!.ms.toFixed(0)} ms; load ${load()}`,
+        );
       }
     }
     loads.push(load());
@@ -255,7 +261,9 @@ async function main(): Promise<void> {
     out('  now:    ingest:positionDeltas in the batch transactions and the refresh passes (no log to apply)');
     for (const side of sides) {
       const rows = await drift(side);
-      out(`${side.path}: ${rows === 0 ? 'gold equals the definition recomputed from silver' : `${rows} rows differ from the definition`}`);
+      out(
+        `${side.path}: ${rows === 0 ? 'gold equals the definition recomputed from silver' : `${rows} rows differ from the definition`}`,
+      );
       if (rows !== 0) process.exitCode = 1;
     }
   } finally {

@@ -101,7 +101,10 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
         return sentMessage;
       }
       const parse = (raw: { topic: string; payload: Buffer; receivedAt: number }): ParsedMessage =>
-        parseMessage(raw, { maxPayloadBytes: config.ingest.maxPayloadBytes, bounds: timeBounds(config, raw.receivedAt) });
+        parseMessage(raw, {
+          maxPayloadBytes: config.ingest.maxPayloadBytes,
+          bounds: timeBounds(config, raw.receivedAt),
+        });
       const write = (messages: ParsedMessage[], method: 'unnest' | 'copy') =>
         inTransaction(db.pool, 30_000, (client) =>
           writeBatch(client, messages, { method, oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES }),
@@ -125,9 +128,9 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
       }
       // Live traffic needs no refresh: gold equals the definition as the batches committed.
       await expectGoldEqualsLive(db, `after live traffic, seed ${seed}`);
-      expect(
-        await countOf(db.pool, `SELECT count(*) FROM gold_invalidations WHERE relation = 'positions_1min'`),
-      ).toBe(0);
+      expect(await countOf(db.pool, `SELECT count(*) FROM gold_invalidations WHERE relation = 'positions_1min'`)).toBe(
+        0,
+      );
 
       // What the traffic held: duplicates dropped, poor fixes kept out, a shared asset with
       // fixes of one instant from both of its devices, and fixes of a moved device under both assets.
@@ -145,9 +148,9 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
           `SELECT count(DISTINCT asset_id) FROM telemetry_readings WHERE device_id = '${fleet.devices[2]!.id}'`,
         ),
       ).toBe(2);
-      expect(
-        await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE status = 'duplicate'`),
-      ).toBeGreaterThan(0);
+      expect(await countOf(db.pool, `SELECT count(*) FROM device_messages WHERE status = 'duplicate'`)).toBeGreaterThan(
+        0,
+      );
 
       // Readings silver lost (gold still counts them) stored again by a replay, while traffic goes on.
       await db.pool.query(`DELETE FROM telemetry_readings WHERE device_id = $1 AND ts > $2`, [
@@ -170,7 +173,9 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
       await expectGoldEqualsLive(db, `after a replay and its refresh, seed ${seed}`);
 
       // A rebuild from silver gives what the differences kept.
-      const kept = await Promise.all(RELATIONS.map((r) => db.pool.query(`SELECT * FROM ${r} ORDER BY asset_id, bucket`)));
+      const kept = await Promise.all(
+        RELATIONS.map((r) => db.pool.query(`SELECT * FROM ${r} ORDER BY asset_id, bucket`)),
+      );
       await db.pool.query(`UPDATE gold_coverage SET status = 'rebuild' WHERE relation = 'positions_1min'`);
       await refresh();
       const rebuilt = await Promise.all(
