@@ -70,10 +70,12 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
 
       const now = Date.now();
       const sent: Array<{ topic: string; payload: Buffer; receivedAt: number }> = [];
-      function message(): { topic: string; payload: Buffer; receivedAt: number } {
+      /** A message of any device but `except`, new or a resend. */
+      function message(except?: string): { topic: string; payload: Buffer; receivedAt: number } {
         const receivedAt = now - Math.floor(next() * 3 * HOUR);
-        if (next() < 0.15 && sent.length > 0) return { ...pick(sent), receivedAt }; // a resend: duplicate
-        const deviceId = pick(deviceIds);
+        const others = except === undefined ? sent : sent.filter((m) => !m.topic.includes(`/${except}/`));
+        if (next() < 0.15 && others.length > 0) return { ...pick(others), receivedAt }; // a resend: duplicate
+        const deviceId = pick(deviceIds.filter((id) => id !== except));
         // Device times on whole 10 s steps, often hours late: fixes of one instant meet often.
         const late = next() < 0.3 ? next() * 2 * HOUR : next() * 2 * MINUTE;
         const ts = Math.floor((receivedAt - late) / 10_000) * 10_000;
@@ -152,7 +154,24 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
         0,
       );
 
-      // Readings silver lost (gold still counts them) stored again by a replay, while traffic goes on.
+      // A valid fix stored, then a poor fix of the same device and instant received earlier
+      // (a duplicate): silver and gold keep the valid one, and a replay will store the poor one.
+      // Its minute is after every other fix of the asset, so only this fix can get it refreshed.
+      const instant = Math.ceil((now + 2 * MINUTE) / MINUTE) * MINUTE + 5_000;
+      const sharedTopic = `gantry/v1/devices/${fleet.devices[0]!.deviceId}/gps`;
+      const fixOf = (hdop: number, receivedAt: number) =>
+        parse({
+          topic: sharedTopic,
+          payload: Buffer.from(JSON.stringify({ ts: instant, lat: 52, lon: 4.5, hdop, speedKmh: 5 })),
+          receivedAt,
+        });
+      await write([fixOf(1, instant + 20_000)], 'unnest');
+      await write([fixOf(9, instant + 10_000)], 'unnest');
+      await expectGoldEqualsLive(db, `after a valid fix and a poor copy, seed ${seed}`);
+
+      // Readings silver lost (gold still counts them) stored again by a replay, while traffic
+      // of the other devices goes on. (Received again as live traffic, they would count twice:
+      // differences cannot see what silver lost, docs/derivation.md.)
       await db.pool.query(`DELETE FROM telemetry_readings WHERE device_id = $1 AND ts > $2`, [
         fleet.devices[0]!.id,
         new Date(now - HOUR),
@@ -161,11 +180,18 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
       const [replayed] = await Promise.all([
         replayBronze({ pool: db.pool, config }, { ...range, all: true, chunkSize: 97 }),
         write(
-          Array.from({ length: 120 }, () => parse(message())),
+          Array.from({ length: 120 }, () => parse(message(fleet.devices[0]!.deviceId))),
           'unnest',
         ),
       ]);
       expect(replayed.messages).toBeGreaterThan(0);
+      expect(
+        await countOf(
+          db.pool,
+          `SELECT count(*) FROM telemetry_readings WHERE device_id = $1 AND ts = $2 AND NOT gps_valid`,
+          [fleet.devices[0]!.id, new Date(instant)],
+        ),
+      ).toBe(1);
       expect(
         await countOf(db.pool, `SELECT count(*) FROM gold_invalidations WHERE relation = 'positions_1min'`),
       ).toBeGreaterThan(0);

@@ -186,23 +186,29 @@ export async function applyPositionDeltas(client: PoolClient, tally: PositionTal
 }
 
 /**
- * For fixes adding cannot account for (a replay re-stores readings silver lost, which gold
- * may still count): the minutes they fall in, per asset, go to the invalidation log, and
- * the worker's refresh reads those minutes again from silver.
+ * For what adding cannot account for: a replay stores again readings silver lost, which
+ * gold may still count — and not always the copy gold counted (a poor fix and a valid one
+ * with the same device and ts: whichever bronze message the replay reaches first is
+ * stored). So the minutes of every GPS reading it stored, valid or not, go to the
+ * invalidation log per asset, and the worker's refresh reads them again from silver.
  */
-export async function logPositionInvalidations(client: PoolClient, tally: PositionTally): Promise<void> {
-  if (tally.size === 0) return;
+export async function logPositionInvalidations(client: PoolClient, stored: readonly Cell[][]): Promise<void> {
   const ranges = new Map<string, { tenantId: string; assetId: string; from: number; to: number }>();
-  for (const sum of tally.minutes.values()) {
-    const key = `${sum.tenantId}|${sum.assetId}`;
+  for (const row of stored) {
+    const assetId = row[SILVER.asset];
+    if (row[SILVER.type] !== 'gps' || assetId === null || assetId === undefined) continue;
+    const minute = bucketOf(row[SILVER.ts] as number, MINUTE_MS);
+    const tenantId = row[SILVER.tenant] as string;
+    const key = `${tenantId}|${assetId}`;
     const range = ranges.get(key);
     if (range === undefined)
-      ranges.set(key, { tenantId: sum.tenantId, assetId: sum.assetId, from: sum.bucket, to: sum.bucket + MINUTE_MS });
+      ranges.set(key, { tenantId, assetId: assetId as string, from: minute, to: minute + MINUTE_MS });
     else {
-      range.from = Math.min(range.from, sum.bucket);
-      range.to = Math.max(range.to, sum.bucket + MINUTE_MS);
+      range.from = Math.min(range.from, minute);
+      range.to = Math.max(range.to, minute + MINUTE_MS);
     }
   }
+  if (ranges.size === 0) return;
   const list = [...ranges.values()];
   await client.query(
     `/* ingest:logPositionInvalidations */

@@ -253,9 +253,8 @@ async function copyUnlessDuplicate(client: PoolClient, rows: Cell[][]): Promise<
  */
 async function keepPositions(client: PoolClient, stored: Cell[][], replay: boolean): Promise<void> {
   if (stored.length === 0 || !positionsForBenchmarks.enabled || (await storageModeOf(client)) !== 'postgres') return;
-  const tally = tallyPositions(stored);
-  if (replay) await logPositionInvalidations(client, tally);
-  else await applyPositionDeltas(client, tally);
+  if (replay) await logPositionInvalidations(client, stored);
+  else await applyPositionDeltas(client, tallyPositions(stored));
 }
 
 export async function resolveDevices(client: PoolClient, keys: Iterable<string>): Promise<Map<string, DeviceRecord>> {
