@@ -5,6 +5,7 @@ import { provisioning } from '@gantry/api';
 import type { SimulatedMessage } from '@gantry/simulator';
 import { deriveDirtyDevices, type DerivationDeps } from '../../services/worker/src/features/derivation/service.ts';
 import { refreshGold, type GoldDeps } from '../../services/worker/src/features/gold/refresh.ts';
+import { applyPositionDeltas, PositionTally } from '../../services/ingest/src/storage/positions.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 export interface FixtureDevice {
@@ -110,8 +111,9 @@ function silverRow(fixture: DerivationFixture, message: SimulatedMessage) {
 
 /**
  * Stores messages as ingest does: silver rows (duplicates by (device, type, ts)
- * dropped) and the device marked dirty from its earliest new reading, in one
- * transaction. Returns how many readings were new.
+ * dropped), positions gold moved by the new valid fixes (PostgreSQL mode) and the device
+ * marked dirty from its earliest new reading, in one transaction. Returns how many
+ * readings were new.
  */
 export async function storeReadings(
   fixture: DerivationFixture,
@@ -124,27 +126,44 @@ export async function storeReadings(
   const client = await fixture.pool.connect();
   try {
     await client.query('BEGIN');
-    const inserted = await client.query<{ device_id: string; first: Date; count: number }>(
-      `WITH ins AS (
-         INSERT INTO telemetry_readings (tenant_id, device_id, asset_id, type, ts, received_at, ignition, latitude, longitude,
-           speed_kmh, hdop, fix, gps_valid, adc_on, hourmeter, peak_g, imu_samples, identifier, identifier_event)
-         SELECT t, d, a, ty, ts, $19, ig, la, lo, sp, hd, fx, gv, adc, hm, pg, sm, idf, ev
-           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], $6::bool[], $7::float8[], $8::float8[],
-                       $9::real[], $10::real[], $11::bool[], $12::bool[], $13::bool[], $14::int8[], $15::real[], $16::int[],
-                       $17::text[], $18::text[])
-                AS r(t, d, a, ty, ts, ig, la, lo, sp, hd, fx, gv, adc, hm, pg, sm, idf, ev)
-         ON CONFLICT DO NOTHING
-         RETURNING device_id, ts)
-       SELECT device_id, min(ts) AS first, count(*)::int AS count FROM ins GROUP BY device_id`,
+    const inserted = await client.query<{
+      tenant_id: string;
+      device_id: string;
+      asset_id: string | null;
+      type: string;
+      ts: Date;
+      gps_valid: boolean | null;
+      latitude: number | null;
+      longitude: number | null;
+    }>(
+      `INSERT INTO telemetry_readings (tenant_id, device_id, asset_id, type, ts, received_at, ignition, latitude, longitude,
+         speed_kmh, hdop, fix, gps_valid, adc_on, hourmeter, peak_g, imu_samples, identifier, identifier_event)
+       SELECT t, d, a, ty, ts, $19, ig, la, lo, sp, hd, fx, gv, adc, hm, pg, sm, idf, ev
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], $6::bool[], $7::float8[], $8::float8[],
+                     $9::real[], $10::real[], $11::bool[], $12::bool[], $13::bool[], $14::int8[], $15::real[], $16::int[],
+                     $17::text[], $18::text[])
+              AS r(t, d, a, ty, ts, ig, la, lo, sp, hd, fx, gv, adc, hm, pg, sm, idf, ev)
+       ON CONFLICT DO NOTHING
+       RETURNING tenant_id, device_id, asset_id, type, ts, gps_valid, latitude, longitude`,
       [...Array.from({ length: 18 }, (_, i) => column(i)), receivedAt],
     );
+    if (fixture.mode === 'postgres') {
+      const tally = new PositionTally();
+      for (const row of inserted.rows)
+        if (row.type === 'gps' && row.gps_valid && row.asset_id)
+          tally.add(row.tenant_id, row.asset_id, row.ts.getTime(), row.latitude!, row.longitude!);
+      await applyPositionDeltas(client, tally);
+    }
+    const first = new Map<string, number>();
+    for (const row of inserted.rows)
+      first.set(row.device_id, Math.min(first.get(row.device_id) ?? Infinity, row.ts.getTime()));
     await client.query(markDirtySql, [
-      inserted.rows.map((row) => row.device_id),
-      inserted.rows.map(() => fixture.tenantId),
-      inserted.rows.map((row) => row.first),
+      [...first.keys()],
+      [...first.keys()].map(() => fixture.tenantId),
+      [...first.values()].map((ts) => new Date(ts)),
     ]);
     await client.query('COMMIT');
-    return inserted.rows.reduce((sum, row) => sum + row.count, 0);
+    return inserted.rows.length;
   } catch (error) {
     await client.query('ROLLBACK');
     throw error;

@@ -117,7 +117,13 @@ describe('the demo on a fresh database', () => {
       );
       expect(positions.resolution).toBe('1min');
 
-      const capabilities = await get('/telemetry/capabilities');
+      // Positions are in gold as soon as their fixes are stored (PostgreSQL mode), before the
+      // uploaded history is all in: the counts are waited for on their own.
+      const capabilities = await until(
+        '/telemetry/capabilities',
+        (body) => body.messageTypesLast7d.gps > 20 * 3000,
+        (body) => body.messageTypesLast7d,
+      );
       expect(capabilities).toMatchObject({
         telemetryAssets: 20,
         gpsEnabled: true,

@@ -52,6 +52,8 @@ export const goldRelations: GoldRelation[] = [
     keptByDeltas: true,
     policy: { startOffset: '7 days', endOffset: '1 day', scheduleInterval: '5 minutes' },
   },
+  // PostgreSQL mode: kept by differences in ingest's batch transaction
+  // (services/ingest/src/storage/positions.ts); the log and the refresh take replays and rebuilds.
   {
     name: 'positions_1min',
     key: ['asset_id', 'bucket'],

@@ -1,11 +1,12 @@
 import { from as copyFrom } from 'pg-copy-streams';
-import { markDirtySql, type PoolClient } from '@gantry/db';
+import { markDirtySql, storageModeOf, type PoolClient } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { clip } from '../pipeline/steps.ts';
 import type { RejectionReason } from '../pipeline/result.ts';
 import { insertBronze, updateBronzeRows } from './bronze.ts';
 import { countBatch, type CountedMessage } from './counters.ts';
 import { binaryArray, columnArrays, copyBinary, unnestCall, type Cell, type Column } from './encode.ts';
+import { applyPositionDeltas, logPositionInvalidations, positionsForBenchmarks, tallyPositions } from './positions.ts';
 import { newStateDelta, noteReading, noteReceived, toStateRow, type DeviceStateDelta } from './device-state.ts';
 import { silverColumns, stateAssignments, stateColumns, toSilverRow, type DeviceRecord } from './tables.ts';
 import { noteUnknownDevices } from './unknown-devices.ts';
@@ -245,6 +246,17 @@ async function copyUnlessDuplicate(client: PoolClient, rows: Cell[][]): Promise<
   }
 }
 
+/**
+ * PostgreSQL mode: positions gold moves with the fixes stored (positions.ts), after the
+ * counters and before the rows the other writer and the worker wait for. A replay may
+ * re-store readings gold still counts: its minutes are refreshed from silver instead.
+ */
+async function keepPositions(client: PoolClient, stored: Cell[][], replay: boolean): Promise<void> {
+  if (stored.length === 0 || !positionsForBenchmarks.enabled || (await storageModeOf(client)) !== 'postgres') return;
+  if (replay) await logPositionInvalidations(client, stored);
+  else await applyPositionDeltas(client, tallyPositions(stored));
+}
+
 export async function resolveDevices(client: PoolClient, keys: Iterable<string>): Promise<Map<string, DeviceRecord>> {
   const unique = [...new Set(keys)];
   const devices = new Map<string, DeviceRecord>();
@@ -398,6 +410,7 @@ export async function writeBatch(
   await noteUnknownDevices(client, messages, devices, options);
   // Counters commit with the rows they count (counters.ts); duplicates never reach silver.
   await countBatch(client, messages, outcomes, stored, options.replay);
+  await keepPositions(client, stored, options.replay !== undefined);
 
   // Last, right before the commit: the rows other transactions wait for. The other writer
   // waits for a device's state row, the worker's claim for its queue row, so both are

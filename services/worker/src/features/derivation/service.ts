@@ -193,7 +193,8 @@ async function deriveClaimed(
         lastReadingTs: result.lastReadingTs,
       });
     }
-    invalidations.push(...readingInvalidations(device, list));
+    // PostgreSQL mode: ingest keeps positions gold as it stores the fixes (and logs a replay's minutes itself).
+    if (mode === 'timescaledb') invalidations.push(...readingInvalidations(device, list));
     if (result.lastReadingTs !== null && list.length > 0) {
       const lag = (at - result.lastReadingTs) / 1000;
       derivationMetrics.lagSeconds.observe(Math.max(0, lag));
@@ -243,7 +244,7 @@ function carryPoint(readings: Reading[], lagMs: number): number {
   return Math.max(last.ts - lagMs, byCount);
 }
 
-/** Minutes of positions_1min touched by the device's new valid fixes (traffic counts are kept by ingest). */
+/** Minutes of positions_1min touched by the device's new valid fixes (TimescaleDB mode; traffic counts are kept by ingest). */
 function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Invalidation[] {
   if (device.dirtyFrom === Infinity) return [];
   const positions = new Map<string, { first: number; last: number }>();

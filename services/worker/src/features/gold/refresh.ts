@@ -12,10 +12,13 @@ import { canonicalDefinition, rebuildUtilizationCounts } from './deltas.ts';
 import { goldMetrics } from './metrics.ts';
 
 /**
- * How each gold relation is kept fresh. Relations over derived data (utilization,
- * positions) follow the invalidation log the derivation worker writes with every
- * change, bucket by bucket, current bucket included. (The traffic counts are not gold:
- * ingest keeps them, services/ingest/src/storage/counters.ts.)
+ * How each gold relation is kept fresh. Relations follow the invalidation log, bucket by
+ * bucket, current bucket included: in TimescaleDB mode the derivation worker logs every
+ * change; in PostgreSQL mode utilization is kept by differences in the derivation
+ * transaction (deltas.ts) and positions by differences in ingest's batch transaction
+ * (services/ingest/src/storage/positions.ts), so the log holds only what those cannot
+ * express (a replay's minutes) and the plans here mostly rebuild. (The traffic counts are
+ * not gold: ingest keeps them, services/ingest/src/storage/counters.ts.)
  */
 interface RefreshPlan {
   base: string;
