@@ -19,8 +19,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   END
 $$;
 
--- Positions gold built before this may hold a tie the other way: rebuilt once, whole.
-UPDATE gold_coverage SET status = 'rebuild' WHERE relation IN ('positions_1min', 'positions_15min');
+-- Positions gold built before this is left as it is: it may hold such a tie the other way
+-- (two devices of one asset with a fix at the same instant), and a rebuild here would hold
+-- every ingest batch with a fix until it finished (the rebuild takes the positions lock
+-- exclusively), minutes on a long history. `gantry` rebuilds a relation whose definition
+-- changes; this is a rule for ties, not a new definition.
 
 -- Down Migration
 CREATE OR REPLACE FUNCTION gantry_last_step(state gantry_last_state, value double precision, at timestamptz)
@@ -32,4 +35,3 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     ELSE state
   END
 $$;
-UPDATE gold_coverage SET status = 'rebuild' WHERE relation IN ('positions_1min', 'positions_15min');

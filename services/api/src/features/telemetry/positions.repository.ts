@@ -37,8 +37,10 @@ export interface PositionQuery {
 
 /**
  * Position buckets whose start lies in [from, to), oldest first, read from the gold
- * relation of the resolution only: position history is never computed live, so the
- * newest minutes appear once gold has been refreshed over them.
+ * relation of the resolution only: position history is never computed live. In
+ * PostgreSQL mode ingest adds each batch's fixes to gold in the batch's own transaction,
+ * so the newest minutes are there with the readings; in TimescaleDB mode they appear once
+ * the worker has refreshed the continuous aggregates over them.
  */
 export function positionStatement(scope: TelemetryScope, query: PositionQuery): ListStatement {
   const params = new SqlParams();
