@@ -63,7 +63,7 @@
  *   parenthesised; strings with NUL refused with 400). Never build the text from input.
  */
 import { once } from 'node:events';
-import { PassThrough, finished } from 'node:stream';
+import { PassThrough, finished, type Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import ExcelJS from 'exceljs';
@@ -75,7 +75,14 @@ import { beginInSnapshot, type Pool, type PoolClient } from '@gantry/db';
 import { ValidationError } from '../errors.ts';
 import { ErrorResponse } from './common-schemas.ts';
 import type { ResponseSpec } from './route.ts';
-import { sheetRowWriter, type CellModel, type SheetRowWriter } from './xlsx-rows.ts';
+import {
+  sheetRowWriter,
+  sheetXmlWriter,
+  type CellModel,
+  type SheetRowWriter,
+  type SheetXmlWriter,
+} from './xlsx-rows.ts';
+import { CopyBinaryFields, sheetColumn, sheetRowsStatement, type SheetColumn } from './xlsx-sql.ts';
 
 /** Rows in one export response (spec "Limits"). */
 export const EXPORT_MAX_ROWS = 50_000;
@@ -154,6 +161,7 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
   if (request.columns.length === 0) throw new Error('an export needs at least one column');
   // Inlining happens before the first query so a bad value is a 400, not a broken file.
   const copyText = request.format === 'csv' ? copyStatement(request) : null;
+  const inlined = request.format === 'xlsx' ? inlineParameters(request.query.text, request.query.values) : null;
 
   const connection = new ExportConnection(pool, await pool.connect(), ctx.res);
   try {
@@ -164,7 +172,7 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
     // The page check runs beside the page, on a second connection reading the same
     // snapshot: the rows are computed while it looks past them, instead of after.
     const probe = connection.beside(rows[0]?.snapshot ?? '', (client) => pageCheck(client, request));
-    const body = copyText !== null ? startCsv(connection, copyText) : startXlsx(connection, request);
+    const body = copyText !== null ? startCsv(connection, copyText) : startXlsx(connection, request, inlined ?? '');
     const truncated = await probe;
     if (connection.gone) throw new Error('export client went away');
     setExportHeaders(ctx, request, truncated);
@@ -308,7 +316,12 @@ function setExportHeaders(ctx: Context, request: ExportRequest, truncated: boole
 }
 
 function pageQuery(text: string, offset: number, projection: string): string {
-  return `SELECT ${projection} FROM (${text}\nLIMIT ${EXPORT_MAX_ROWS} OFFSET ${offset}) AS export_page`;
+  return `SELECT ${projection} FROM ${pageFrom(text, offset)}`;
+}
+
+/** The page as a FROM item named export_page. */
+function pageFrom(text: string, offset: number): string {
+  return `(${text}\nLIMIT ${EXPORT_MAX_ROWS} OFFSET ${offset}) AS export_page`;
 }
 
 /** The exported columns by name. */
@@ -470,15 +483,115 @@ function writeSheetRow(writer: SheetRowWriter, columns: ExportColumn[], row: unk
   writer.write(cells);
 }
 
+/** The workbook of one XLSX page, its header row written. */
+interface XlsxBook {
+  workbook: ExcelJS.stream.xlsx.WorkbookWriter;
+  sheet: ExcelJS.Worksheet;
+  /** The streams between the sheet's XML and deflate (see deflateInputs). */
+  inputs: Backlogged[];
+}
+
+function openWorkbook(output: PassThrough, request: ExportRequest): XlsxBook {
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
+    stream: output,
+    useStyles: true,
+    useSharedStrings: false,
+    zip: { zlib: { level: 1 } },
+  });
+  const sheetName = (request.sheetName ?? 'Export').replace(/[[\]:*?/\\]/g, ' ').slice(0, 31) || 'Export';
+  const sheet = workbook.addWorksheet(sheetName, { views: [{ state: 'frozen', ySplit: 1 }] });
+  sheet.columns = request.columns.map((column) => ({
+    header: column.name,
+    key: column.name,
+    width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
+    ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
+  }));
+  // The header row goes through exceljs as usual; the data rows skip its Row and Cell objects.
+  sheet.getRow(1).commit();
+  return { workbook, sheet, inputs: deflateInputs(sheet) };
+}
+
+/** Where the data rows come from: sheet XML from PostgreSQL, or values for exceljs' renderer. */
+type XlsxRows =
+  | { kind: 'xml'; copy: Readable; writer: SheetXmlWriter }
+  | { kind: 'values'; cursor: Cursor; first: Promise<unknown[][]>; read: () => Promise<unknown[][]> };
+
 /**
- * exceljs' streaming writer fed from a cursor, one batch at a time, the next batch asked
- * for before the current one is written. The writer's own pipeline (sheet XML → zip →
- * deflate) ignores back-pressure, so the loop provides it: before the next batch it waits
- * until the response has taken what was compressed so far and the output buffer is below
- * its mark. A slow client therefore holds at most two batches of rows in this process;
- * the rest waits in PostgreSQL behind the cursor.
+ * An XLSX page: the workbook is opened and the rows' statement started at once, so
+ * PostgreSQL computes the first rows while the page check runs; the body is sent once
+ * the headers are known. The rows' XML is rendered by PostgreSQL (xlsx-sql.ts) when
+ * every column's type allows it — the statement's output types are read first (LIMIT 0)
+ * — and by exceljs from a cursor's values otherwise.
  */
-function startXlsx(connection: ExportConnection, request: ExportRequest): ExportBody {
+function startXlsx(connection: ExportConnection, request: ExportRequest, inlinedText: string): ExportBody {
+  const output = new PassThrough();
+  const book = openWorkbook(output, request);
+  const rows = startXlsxRows(connection, request, inlinedText, book);
+  // Awaited when the body is sent, unless the export fails first: then its rejection is expected.
+  rows.catch(() => undefined);
+  return {
+    send(ctx) {
+      ctx.body = output;
+      writeWorkbook(output, connection, book, request, rows).catch((error: Error) => {
+        connection.abandon(error);
+        output.destroy(error);
+      });
+    },
+  };
+}
+
+/**
+ * The binary COPY of the page's sheet rows as XML (xlsx-sql.ts), given the PostgreSQL
+ * types of the exported columns; undefined when a column's type is not rendered there.
+ * `inlinedText` is the statement with its parameters inlined (COPY takes none).
+ */
+export function xlsxRowsStatement(
+  request: Pick<ExportRequest, 'columns' | 'offset'>,
+  inlinedText: string,
+  typeOids: number[],
+  writer: SheetXmlWriter,
+): string | undefined {
+  const columns = request.columns.map((column, index) => sheetColumn(column.name, column.type, typeOids[index] ?? 0));
+  if (!columns.every((column): column is SheetColumn => column !== undefined)) return undefined;
+  // exceljs caches a style id by style object, under the type of the first cell it saw.
+  const firstPlain = columns.find((column) => column.kind !== 'date');
+  const styles = writer.styleIds(firstPlain?.kind === 'number' ? ExcelJS.ValueType.Number : ExcelJS.ValueType.String);
+  const statement = sheetRowsStatement(pageFrom(inlinedText, request.offset), columns, styles, writer.nextRow);
+  return `/* api:exportXlsxRows */ COPY (${statement}) TO STDOUT WITH (FORMAT binary)`;
+}
+
+async function startXlsxRows(
+  connection: ExportConnection,
+  request: ExportRequest,
+  inlinedText: string,
+  book: XlsxBook,
+): Promise<XlsxRows> {
+  const writer = sheetXmlWriter(book.sheet, { plain: PLAIN_STYLE, date: TIMESTAMP_STYLE });
+  if (writer) {
+    const { fields } = await connection.client.query({
+      text: `/* api:exportXlsxColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
+      values: request.query.values,
+      rowMode: 'array',
+    });
+    const statement = xlsxRowsStatement(
+      request,
+      inlinedText,
+      fields.map((field) => field.dataTypeID),
+      writer,
+    );
+    if (statement !== undefined) {
+      // Numbers print as JavaScript prints them only at PostgreSQL's default (xlsx-sql.ts).
+      // JIT compiling the row expression (some 30 cells) cost 10-20 s; run it
+      // interpreted.
+      await connection.client.query(
+        `/* api:exportXlsxSettings */ SELECT set_config('extra_float_digits', '1', true), set_config('jit', 'off', true)`,
+      );
+      const copy = connection.client.query(copyTo(statement));
+      // Until it is read (once the headers are sent), a failure is kept in copy.errored.
+      copy.on('error', () => undefined);
+      return { kind: 'xml', copy, writer };
+    }
+  }
   const projection = request.columns.map(xlsxProjection).join(', ');
   const cursor = connection.client.query(
     new Cursor(
@@ -494,61 +607,108 @@ function startXlsx(connection: ExportConnection, request: ExportRequest): Export
     return batch;
   };
   // The first batch is computed while the page check runs.
-  const first = read();
-  return {
-    send(ctx) {
-      const output = new PassThrough();
-      ctx.body = output;
-      writeWorkbook(output, connection, request, cursor, first, read).catch((error: Error) => {
-        connection.abandon(error);
-        output.destroy(error);
-      });
-    },
-  };
+  return { kind: 'values', cursor, first: read(), read };
 }
 
 async function writeWorkbook(
   output: PassThrough,
   connection: ExportConnection,
+  book: XlsxBook,
   request: ExportRequest,
-  cursor: Cursor,
-  first: Promise<unknown[][]>,
-  read: () => Promise<unknown[][]>,
+  source: Promise<XlsxRows>,
 ): Promise<void> {
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
-    stream: output,
-    useStyles: true,
-    useSharedStrings: false,
-    zip: { zlib: { level: 1 } },
+  const rows = await source;
+  if (rows.kind === 'xml') await writeSheetXml(output, connection, book, rows.copy, rows.writer);
+  else await writeSheetValues(output, connection, book, request, rows);
+  connection.finish();
+  book.sheet.commit();
+  await book.workbook.commit();
+}
+
+/**
+ * Bytes of sheet XML held in this process before the pipeline is waited on: about what a
+ * 100-row batch of the values path held.
+ */
+const XML_BATCH_BYTES = 128 * 1024;
+
+/**
+ * The rows' XML from the binary COPY into the sheet's stream. The COPY stream is paused
+ * whenever a batch has been handed over, until deflate and the response have taken it
+ * (drained): meanwhile pg-copy-streams does not read the database socket, so a slow
+ * client leaves the rest of the page in PostgreSQL.
+ */
+async function writeSheetXml(
+  output: PassThrough,
+  connection: ExportConnection,
+  book: XlsxBook,
+  copy: Readable,
+  writer: SheetXmlWriter,
+): Promise<void> {
+  if (copy.errored) throw copy.errored;
+  const fields = new CopyBinaryFields();
+  await new Promise<void>((resolve, reject) => {
+    let pending = 0;
+    let settled = false;
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      copy.destroy();
+      reject(error);
+    };
+    fields.on('data', (chunk: Buffer) => {
+      writer.write(chunk);
+      pending += chunk.length;
+      if (pending < XML_BATCH_BYTES) return;
+      pending = 0;
+      copy.pause();
+      drained(output, book.inputs).then(() => {
+        if (connection.gone) fail(new Error('export client went away'));
+        else copy.resume();
+      }, fail);
+    });
+    fields.on('error', fail);
+    copy.on('error', fail);
+    fields.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve();
+    });
+    copy.on('data', (chunk: Buffer) => fields.write(chunk));
+    copy.on('end', () => fields.end());
   });
-  const sheetName = (request.sheetName ?? 'Export').replace(/[[\]:*?/\\]/g, ' ').slice(0, 31) || 'Export';
-  const sheet = workbook.addWorksheet(sheetName, { views: [{ state: 'frozen', ySplit: 1 }] });
-  const inputs = deflateInputs(sheet);
-  sheet.columns = request.columns.map((column) => ({
-    header: column.name,
-    key: column.name,
-    width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
-    ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
-  }));
-  // The header row goes through exceljs as usual; the data rows skip its Row and Cell objects.
-  sheet.getRow(1).commit();
+  writer.skipRows(fields.rows);
+}
+
+/**
+ * exceljs' streaming writer fed from a cursor, one batch at a time, the next batch asked
+ * for before the current one is written. The writer's own pipeline (sheet XML → zip →
+ * deflate) ignores back-pressure, so the loop provides it: before the next batch it waits
+ * until the response has taken what was compressed so far and the output buffer is below
+ * its mark. A slow client therefore holds at most two batches of rows in this process;
+ * the rest waits in PostgreSQL behind the cursor.
+ */
+async function writeSheetValues(
+  output: PassThrough,
+  connection: ExportConnection,
+  book: XlsxBook,
+  request: ExportRequest,
+  source: Extract<XlsxRows, { kind: 'values' }>,
+): Promise<void> {
+  const { sheet, inputs } = book;
   const writer = sheetRowWriter(sheet, request.columns.length, ROW_STYLE);
-  let next = first;
+  let next = source.first;
   for (;;) {
     const rows = await next;
     if (connection.gone || output.destroyed) throw new Error('export client went away');
     const last = rows.length < XLSX_BATCH_ROWS;
     // PostgreSQL computes the next batch while this one is written.
-    if (!last) next = read();
+    if (!last) next = source.read();
     if (writer) for (const row of rows) writeSheetRow(writer, request.columns, row);
     else for (const row of rows) addSheetRow(sheet, request.columns, row);
     if (last) break;
     await drained(output, inputs);
   }
-  await cursor.close();
-  connection.finish();
-  sheet.commit();
-  await workbook.commit();
+  await source.cursor.close();
 }
 
 /** A writable stream as far as back-pressure goes. */
