@@ -382,7 +382,7 @@ function startCsv(connection: ExportConnection, copyText: string): ExportBody {
  * (postgres-date took 6% of the reporting export's CPU); the cell shows milliseconds, as
  * the CSV does.
  */
-function xlsxProjection(column: ExportColumn): string {
+export function xlsxProjection(column: ExportColumn): string {
   const ref = `export_page.${pg.escapeIdentifier(column.name)}`;
   const alias = pg.escapeIdentifier(column.name);
   switch (column.type) {
@@ -483,15 +483,24 @@ function writeSheetRow(writer: SheetRowWriter, columns: ExportColumn[], row: unk
   writer.write(cells);
 }
 
+/**
+ * Writes one data row of values (as the XLSX cursor reads them, xlsxProjection) through
+ * exceljs' renderer.
+ */
+export function sheetValuesWriter(book: XlsxBook, columns: ExportColumn[]): (row: unknown[]) => void {
+  const writer = sheetRowWriter(book.sheet, columns.length, ROW_STYLE);
+  return writer ? (row) => writeSheetRow(writer, columns, row) : (row) => addSheetRow(book.sheet, columns, row);
+}
+
 /** The workbook of one XLSX page, its header row written. */
-interface XlsxBook {
+export interface XlsxBook {
   workbook: ExcelJS.stream.xlsx.WorkbookWriter;
   sheet: ExcelJS.Worksheet;
   /** The streams between the sheet's XML and deflate (see deflateInputs). */
   inputs: Backlogged[];
 }
 
-function openWorkbook(output: PassThrough, request: ExportRequest): XlsxBook {
+export function openWorkbook(output: PassThrough, request: ExportRequest): XlsxBook {
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
     stream: output,
     useStyles: true,
@@ -513,7 +522,7 @@ function openWorkbook(output: PassThrough, request: ExportRequest): XlsxBook {
 
 /** Where the data rows come from: sheet XML from PostgreSQL, or values for exceljs' renderer. */
 type XlsxRows =
-  | { kind: 'xml'; copy: Readable; writer: SheetXmlWriter }
+  | ({ kind: 'xml' } & SheetXmlRows)
   | { kind: 'values'; cursor: Cursor; first: Promise<unknown[][]>; read: () => Promise<unknown[][]> };
 
 /**
@@ -560,38 +569,57 @@ export function xlsxRowsStatement(
   return `/* api:exportXlsxRows */ COPY (${statement}) TO STDOUT WITH (FORMAT binary)`;
 }
 
+/**
+ * Starts the binary COPY of the page's sheet rows as XML on the client (inside the
+ * export's transaction), after reading the statement's output types; undefined, with
+ * nothing started, when a column's type is not rendered in SQL or exceljs' internals
+ * are not there.
+ */
+export async function startSheetXml(
+  client: pg.ClientBase,
+  request: Pick<ExportRequest, 'columns' | 'offset' | 'query'>,
+  inlinedText: string,
+  book: XlsxBook,
+): Promise<SheetXmlRows | undefined> {
+  const writer = sheetXmlWriter(book.sheet, { plain: PLAIN_STYLE, date: TIMESTAMP_STYLE });
+  if (!writer) return undefined;
+  const { fields } = await client.query({
+    text: `/* api:exportXlsxColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
+    values: request.query.values,
+    rowMode: 'array',
+  });
+  const statement = xlsxRowsStatement(
+    request,
+    inlinedText,
+    fields.map((field) => field.dataTypeID),
+    writer,
+  );
+  if (statement === undefined) return undefined;
+  // Numbers print as JavaScript prints them only at PostgreSQL's default (xlsx-sql.ts).
+  // JIT compiling the row expression (some 30 cells) cost 10-20 s; run it interpreted.
+  await client.query(
+    `/* api:exportXlsxSettings */ SELECT set_config('extra_float_digits', '1', true), set_config('jit', 'off', true)`,
+  );
+  const copy = client.query(copyTo(statement));
+  // Until it is read (once the headers are sent), a failure is kept in copy.errored.
+  copy.on('error', () => undefined);
+  return { copy, writer };
+}
+
+/** The rows' XML on its way from PostgreSQL, and where it goes. */
+export interface SheetXmlRows {
+  copy: Readable;
+  writer: SheetXmlWriter;
+}
+
 async function startXlsxRows(
   connection: ExportConnection,
   request: ExportRequest,
   inlinedText: string,
   book: XlsxBook,
 ): Promise<XlsxRows> {
-  const writer = sheetXmlWriter(book.sheet, { plain: PLAIN_STYLE, date: TIMESTAMP_STYLE });
-  if (writer) {
-    const { fields } = await connection.client.query({
-      text: `/* api:exportXlsxColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
-      values: request.query.values,
-      rowMode: 'array',
-    });
-    const statement = xlsxRowsStatement(
-      request,
-      inlinedText,
-      fields.map((field) => field.dataTypeID),
-      writer,
-    );
-    if (statement !== undefined) {
-      // Numbers print as JavaScript prints them only at PostgreSQL's default (xlsx-sql.ts).
-      // JIT compiling the row expression (some 30 cells) cost 10-20 s; run it
-      // interpreted.
-      await connection.client.query(
-        `/* api:exportXlsxSettings */ SELECT set_config('extra_float_digits', '1', true), set_config('jit', 'off', true)`,
-      );
-      const copy = connection.client.query(copyTo(statement));
-      // Until it is read (once the headers are sent), a failure is kept in copy.errored.
-      copy.on('error', () => undefined);
-      return { kind: 'xml', copy, writer };
-    }
-  }
+  const xml = await startSheetXml(connection.client, request, inlinedText, book);
+  if (xml) return { kind: 'xml', ...xml };
   const projection = request.columns.map(xlsxProjection).join(', ');
   const cursor = connection.client.query(
     new Cursor(
@@ -618,7 +646,7 @@ async function writeWorkbook(
   source: Promise<XlsxRows>,
 ): Promise<void> {
   const rows = await source;
-  if (rows.kind === 'xml') await writeSheetXml(output, connection, book, rows.copy, rows.writer);
+  if (rows.kind === 'xml') await writeSheetXml(output, () => connection.gone, book, rows);
   else await writeSheetValues(output, connection, book, request, rows);
   connection.finish();
   book.sheet.commit();
@@ -637,12 +665,11 @@ const XML_BATCH_BYTES = 128 * 1024;
  * (drained): meanwhile pg-copy-streams does not read the database socket, so a slow
  * client leaves the rest of the page in PostgreSQL.
  */
-async function writeSheetXml(
+export async function writeSheetXml(
   output: PassThrough,
-  connection: ExportConnection,
+  gone: () => boolean,
   book: XlsxBook,
-  copy: Readable,
-  writer: SheetXmlWriter,
+  { copy, writer }: SheetXmlRows,
 ): Promise<void> {
   if (copy.errored) throw copy.errored;
   const fields = new CopyBinaryFields();
@@ -662,7 +689,7 @@ async function writeSheetXml(
       pending = 0;
       copy.pause();
       drained(output, book.inputs).then(() => {
-        if (connection.gone) fail(new Error('export client went away'));
+        if (gone()) fail(new Error('export client went away'));
         else copy.resume();
       }, fail);
     });
@@ -694,8 +721,7 @@ async function writeSheetValues(
   request: ExportRequest,
   source: Extract<XlsxRows, { kind: 'values' }>,
 ): Promise<void> {
-  const { sheet, inputs } = book;
-  const writer = sheetRowWriter(sheet, request.columns.length, ROW_STYLE);
+  const writeRow = sheetValuesWriter(book, request.columns);
   let next = source.first;
   for (;;) {
     const rows = await next;
@@ -703,10 +729,9 @@ async function writeSheetValues(
     const last = rows.length < XLSX_BATCH_ROWS;
     // PostgreSQL computes the next batch while this one is written.
     if (!last) next = source.read();
-    if (writer) for (const row of rows) writeSheetRow(writer, request.columns, row);
-    else for (const row of rows) addSheetRow(sheet, request.columns, row);
+    for (const row of rows) writeRow(row);
     if (last) break;
-    await drained(output, inputs);
+    await drained(output, book.inputs);
   }
   await source.cursor.close();
 }

@@ -21,13 +21,21 @@
  *   null     nothing, or <c r="AN" s="S"/> for a styled (date) column
  *
  * a row without a value is left out (its number is still used), as exceljs does. Text is
- * cleaned as export.ts' cellText does (characters XML cannot carry removed, then cut to
- * 32,767 UTF-16 units) and escaped as exceljs' xmlEncode does (& < > " ' and DEL).
+ * escaped as exceljs' xmlEncode does (& < > " '); the characters XML cannot carry, which
+ * export.ts' cellText and xmlEncode remove, are removed from the bytes by
+ * `CopyBinaryFields` (a byte scan in the API is far cheaper than translate() in SQL for
+ * every text value, and the XML around the values holds none of them); a text longer
+ * than a cell holds is cleaned and cut to 32,767 UTF-16 units in SQL, as cellText does.
  * Numbers: PostgreSQL's float8 output (extra_float_digits 1, the default, set for the
  * export's transaction) prints the shortest digits that read back to the same double,
- * as JavaScript does; the two differ only in layout — PostgreSQL uses an exponent below
- * 1e-4 and from 1e15 on (`1e-05`, `1e+15`), JavaScript below 1e-6 and from 1e21 on
- * (`0.00001`, `1e-7`) — so values outside [1e-4, 1e15) are re-laid out in SQL.
+ * as JavaScript does; the layout differs — PostgreSQL uses an exponent below 1e-4 and
+ * from 1e15 on (`1e-05`, `1e+15`), JavaScript below 1e-6 and from 1e21 on (`0.00001`,
+ * `1e-7`) — so values outside [1e-4, 1e15) are re-laid out in SQL. From 2^53 on the
+ * digits can differ too: where a shortest decimal lies exactly halfway between two
+ * doubles (1e23) JavaScript takes it and PostgreSQL prints one digit more
+ * (9.999999999999999e+22); both read back as the same double (the test compares that).
+ *
+ * The statement runs with JIT off: compiling the row expression took 10-20 s.
  *
  * Each column's PostgreSQL type decides what exceljs would have been given (pg's parsing
  * of that type and export.ts' cellValue); a combination this module does not render
@@ -102,11 +110,11 @@ export function sheetColumn(
     case 'json':
       return { kind: 'text', source: `${ref}::text` };
     default:
-      // Untyped: what pg parses the type to decides (strings stay text, int2/int4/float
-      // become numbers, booleans print as true/false).
+      // Untyped: what pg parses the type to decides (strings stay text; numbers, int8
+      // and numeric included — @gantry/db's pool parses those with Number() — become
+      // numbers; booleans print as true/false).
       if (typeOid === OID.bool) return { kind: 'boolean', source: ref };
-      if (typeOid === OID.int2 || typeOid === OID.int4 || typeOid === OID.oid || typeOid === OID.float8)
-        return { kind: 'number', source: `${ref}::float8` };
+      if (numericOids.has(typeOid)) return { kind: 'number', source: `${ref}::float8` };
       if (typeOid === OID.float4) return { kind: 'number', source: `${ref}::text::float8` };
       if (textOids.has(typeOid)) return { kind: 'text', source: `${ref}::text` };
       return undefined;
@@ -115,7 +123,7 @@ export function sheetColumn(
 
 const numericOids = new Set<number>([OID.int2, OID.int4, OID.int8, OID.oid, OID.float8, OID.numeric]);
 /** Types pg hands over as their PostgreSQL text. */
-const textOids = new Set<number>([OID.text, OID.varchar, OID.uuid, OID.int8, OID.numeric]);
+const textOids = new Set<number>([OID.text, OID.varchar, OID.uuid]);
 
 /** Spreadsheet column letters: A … Z, AA … */
 export function columnLetters(count: number): string[] {
