@@ -496,8 +496,11 @@ export function sheetValuesWriter(book: XlsxBook, columns: ExportColumn[]): (row
 export interface XlsxBook {
   workbook: ExcelJS.stream.xlsx.WorkbookWriter;
   sheet: ExcelJS.Worksheet;
-  /** The streams between the sheet's XML and deflate (see deflateInputs). */
-  inputs: Backlogged[];
+  /**
+   * The streams between the sheet's XML and deflate (see deflateInputs); looked up each
+   * time, since the zip connects the sheet's stream only once it starts the entry.
+   */
+  readonly inputs: Backlogged[];
 }
 
 export function openWorkbook(output: PassThrough, request: ExportRequest): XlsxBook {
@@ -517,7 +520,13 @@ export function openWorkbook(output: PassThrough, request: ExportRequest): XlsxB
   }));
   // The header row goes through exceljs as usual; the data rows skip its Row and Cell objects.
   sheet.getRow(1).commit();
-  return { workbook, sheet, inputs: deflateInputs(sheet) };
+  return {
+    workbook,
+    sheet,
+    get inputs() {
+      return deflateInputs(sheet);
+    },
+  };
 }
 
 /** Where the data rows come from: sheet XML from PostgreSQL, or values for exceljs' renderer. */
@@ -566,7 +575,10 @@ export function xlsxRowsStatement(
   const firstPlain = columns.find((column) => column.kind !== 'date');
   const styles = writer.styleIds(firstPlain?.kind === 'number' ? ExcelJS.ValueType.Number : ExcelJS.ValueType.String);
   const statement = sheetRowsStatement(pageFrom(inlinedText, request.offset), columns, styles, writer.nextRow);
-  return `/* api:exportXlsxRows */ COPY (${statement}) TO STDOUT WITH (FORMAT binary)`;
+  // The statement's own tag comes first as well: pg_stat_activity keeps only the first
+  // 1 kB of a query, and the row XML comes before the statement.
+  const tag = /^\s*(\/\*[^*]*\*\/)/.exec(inlinedText)?.[1] ?? '';
+  return `/* api:exportXlsxRows */ ${tag} COPY (${statement}) TO STDOUT WITH (FORMAT binary)`;
 }
 
 /**
