@@ -53,7 +53,8 @@ export interface SheetStyleIds {
   date: number;
 }
 
-export type SheetColumnKind = 'text' | 'number' | 'date' | 'boolean';
+/** `plain` is text that needs no escaping (a uuid's hex digits and dashes). */
+export type SheetColumnKind = 'text' | 'plain' | 'number' | 'date' | 'boolean';
 
 /** What a column becomes in the sheet; `source` is a SQL expression over `export_page`. */
 export interface SheetColumn {
@@ -116,6 +117,7 @@ export function sheetColumn(
       if (typeOid === OID.bool) return { kind: 'boolean', source: ref };
       if (numericOids.has(typeOid)) return { kind: 'number', source: `${ref}::float8` };
       if (typeOid === OID.float4) return { kind: 'number', source: `${ref}::text::float8` };
+      if (typeOid === OID.uuid) return { kind: 'plain', source: `${ref}::text` };
       if (textOids.has(typeOid)) return { kind: 'text', source: `${ref}::text` };
       return undefined;
   }
@@ -123,7 +125,7 @@ export function sheetColumn(
 
 const numericOids = new Set<number>([OID.int2, OID.int4, OID.int8, OID.oid, OID.float8, OID.numeric]);
 /** Types pg hands over as their PostgreSQL text. */
-const textOids = new Set<number>([OID.text, OID.varchar, OID.uuid]);
+const textOids = new Set<number>([OID.text, OID.varchar]);
 
 /** Spreadsheet column letters: A … Z, AA … */
 export function columnLetters(count: number): string[] {
