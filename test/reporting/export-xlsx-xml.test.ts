@@ -155,7 +155,11 @@ function firstDifference(actual: string, expected: string) {
   if (actual === expected) return undefined;
   let at = 0;
   while (at < actual.length && actual[at] === expected[at]) at += 1;
-  return { at, actual: actual.slice(Math.max(0, at - 120), at + 80), expected: expected.slice(Math.max(0, at - 120), at + 80) };
+  return {
+    at,
+    actual: actual.slice(Math.max(0, at - 120), at + 80),
+    expected: expected.slice(Math.max(0, at - 120), at + 80),
+  };
 }
 
 /** Every cell as exceljs reads it back: address, type, value, number format. */

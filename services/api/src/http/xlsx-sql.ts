@@ -327,8 +327,8 @@ const BINARY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 /**
  * The fields of `COPY … TO STDOUT (FORMAT binary)` of a one-column statement, as raw
  * bytes: strips the header, each tuple's field count and length, and the trailer, and
- * passes the field bytes on as slices of the chunks they came in (no copy, no decoding).
- * A field split across chunks comes out in pieces. `rows` counts the tuples.
+ * passes the field bytes of each chunk read on as one Buffer (no decoding). `rows`
+ * counts the tuples.
  */
 export class CopyBinaryFields extends Transform {
   rows = 0;
@@ -337,11 +337,13 @@ export class CopyBinaryFields extends Transform {
   private remaining = 0;
   /** Bytes of a header, count or length that a chunk boundary split. */
   private carry: Buffer = Buffer.alloc(0);
+  /** The last bytes passed on that may start U+FFFE or U+FFFF (EF, EF BF). */
+  private tail: Buffer = Buffer.alloc(0);
   private ended = false;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
-      this.parse(chunk);
+      this.pushClean(this.parse(chunk), false);
       callback();
     } catch (error) {
       callback(error as Error);
@@ -349,18 +351,20 @@ export class CopyBinaryFields extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
+    this.pushClean([], true);
     callback(this.ended ? null : new Error('binary COPY ended before its trailer'));
   }
 
-  /** The last bytes of a field's piece that may start U+FFFE or U+FFFF (EF, EF BF). */
-  private tail: Buffer = Buffer.alloc(0);
-
   /**
-   * Passes field bytes on without the characters XML cannot carry (see XML_INVALID_BYTES);
-   * `last` marks the end of the field, before which a split EF BF … is held back.
+   * Passes the fields' bytes of one input chunk on as one Buffer (one write downstream
+   * per chunk, not per row), without the characters XML cannot carry (see
+   * XML_INVALID_BYTES). The fields are complete UTF-8 texts written one after the other,
+   * so the bytes are cleaned as one stream: only a split EF or EF BF at its end is held
+   * back for the next chunk.
    */
-  private pushClean(piece: Buffer, last: boolean): void {
-    const bytes = this.tail.length > 0 ? Buffer.concat([this.tail, piece]) : piece;
+  private pushClean(pieces: Buffer[], last: boolean): void {
+    if (this.tail.length > 0) pieces.unshift(this.tail);
+    const bytes = pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
     this.tail = Buffer.alloc(0);
     let end = bytes.length;
     if (!last) {
@@ -372,19 +376,21 @@ export class CopyBinaryFields extends Transform {
     if (clean.length > 0) this.push(clean);
   }
 
-  private parse(input: Buffer): void {
+  /** The field bytes of the chunk, as slices of it. */
+  private parse(input: Buffer): Buffer[] {
     const chunk = this.carry.length > 0 ? Buffer.concat([this.carry, input]) : input;
     this.carry = Buffer.alloc(0);
+    const pieces: Buffer[] = [];
     let at = 0;
     for (;;) {
       if (this.remaining > 0) {
         const end = Math.min(chunk.length, at + this.remaining);
-        if (end > at) this.pushClean(chunk.subarray(at, end), end - at === this.remaining);
+        if (end > at) pieces.push(chunk.subarray(at, end));
         this.remaining -= end - at;
         at = end;
-        if (this.remaining > 0) return;
+        if (this.remaining > 0) return pieces;
       }
-      if (at >= chunk.length) return;
+      if (at >= chunk.length) return pieces;
       if (this.ended) throw new Error('binary COPY data after its trailer');
       if (this.header) {
         if (chunk.length - at < 19) break;
@@ -410,5 +416,6 @@ export class CopyBinaryFields extends Transform {
       this.remaining = Math.max(length, 0);
     }
     this.carry = Buffer.from(chunk.subarray(at));
+    return pieces;
   }
 }
