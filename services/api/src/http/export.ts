@@ -755,13 +755,29 @@ interface Backlogged {
   once(event: 'drain', listener: () => void): unknown;
 }
 
-function isBacklogged(value: unknown): value is Backlogged {
-  const stream = value as Partial<Backlogged> | null;
-  return (
-    typeof stream?.writableLength === 'number' &&
-    typeof stream.writableHighWaterMark === 'number' &&
-    typeof stream.once === 'function'
-  );
+/**
+ * A writable stream's backlog. Node's streams have writableLength; the PassThrough the
+ * zip puts between the sheet's stream and deflate comes from the readable-stream
+ * package (archiver's), whose streams keep it only in _writableState: found by
+ * writableLength alone, the deflate input was never watched (in this round's
+ * back-pressure test the API then held 31 MB of a paused client's XLSX once).
+ */
+function asBacklogged(value: unknown): Backlogged | undefined {
+  const stream = value as Partial<Backlogged> & {
+    _writableState?: { length?: unknown; highWaterMark?: unknown };
+  };
+  if (typeof stream?.once !== 'function') return undefined;
+  if (typeof stream.writableLength === 'number' && typeof stream.writableHighWaterMark === 'number')
+    return stream as Backlogged;
+  const state = stream._writableState;
+  if (typeof state?.length !== 'number' || typeof state.highWaterMark !== 'number') return undefined;
+  return {
+    get writableLength() {
+      return state.length as number;
+    },
+    writableHighWaterMark: state.highWaterMark,
+    once: (event, listener) => stream.once?.(event, listener),
+  };
 }
 
 /**
@@ -774,7 +790,9 @@ function isBacklogged(value: unknown): value is Backlogged {
  */
 function deflateInputs(sheet: ExcelJS.Worksheet): Backlogged[] {
   const pipes = (sheet as unknown as { stream?: { pipes?: unknown } }).stream?.pipes;
-  return Array.isArray(pipes) ? pipes.filter(isBacklogged) : [];
+  return Array.isArray(pipes)
+    ? pipes.map(asBacklogged).filter((stream): stream is Backlogged => stream !== undefined)
+    : [];
 }
 
 /**
