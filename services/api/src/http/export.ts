@@ -62,7 +62,6 @@
  *   inlined as a quoted literal (pg's escapeLiteral; numbers checked finite and
  *   parenthesised; strings with NUL refused with 400). Never build the text from input.
  */
-import { once } from 'node:events';
 import { PassThrough, finished, type Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
@@ -753,6 +752,7 @@ interface Backlogged {
   readonly writableLength: number;
   readonly writableHighWaterMark: number;
   once(event: 'drain', listener: () => void): unknown;
+  removeListener(event: 'drain', listener: () => void): unknown;
 }
 
 /**
@@ -766,7 +766,7 @@ function asBacklogged(value: unknown): Backlogged | undefined {
   const stream = value as Partial<Backlogged> & {
     _writableState?: { length?: unknown; highWaterMark?: unknown };
   };
-  if (typeof stream?.once !== 'function') return undefined;
+  if (typeof stream?.once !== 'function' || typeof stream.removeListener !== 'function') return undefined;
   if (typeof stream.writableLength === 'number' && typeof stream.writableHighWaterMark === 'number')
     return stream as Backlogged;
   const state = stream._writableState;
@@ -777,6 +777,7 @@ function asBacklogged(value: unknown): Backlogged | undefined {
     },
     writableHighWaterMark: state.highWaterMark,
     once: (event, listener) => stream.once?.(event, listener),
+    removeListener: (event, listener) => stream.removeListener?.(event, listener),
   };
 }
 
@@ -807,14 +808,27 @@ async function drained(output: PassThrough, inputs: Backlogged[]): Promise<void>
     await new Promise((resolve) => setImmediate(resolve));
     if (output.destroyed) throw new Error('export client went away');
     const full = inputs.find((input) => input.writableLength >= input.writableHighWaterMark);
-    if (full)
-      await Promise.race([
-        new Promise((resolve) => full.once('drain', () => resolve(undefined))),
-        once(output, 'close'),
-      ]);
-    else if (output.writableNeedDrain) await Promise.race([once(output, 'drain'), once(output, 'close')]);
+    if (full) await drainOrClose(full, output);
+    else if (output.writableNeedDrain) await drainOrClose(output, output);
     else return;
   }
+}
+
+/**
+ * Resolves at the stream's next 'drain' or when the response closes, whichever comes
+ * first, and removes the other listener: an export waits hundreds of times, and
+ * listeners left behind on the response accumulate.
+ */
+function drainOrClose(stream: Backlogged, output: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.removeListener('drain', done);
+      output.removeListener('close', done);
+      resolve();
+    };
+    stream.once('drain', done);
+    output.once('close', done);
+  });
 }
 
 // Parameter inlining for COPY ------------------------------------------------------------
