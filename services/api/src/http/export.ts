@@ -62,8 +62,7 @@
  *   inlined as a quoted literal (pg's escapeLiteral; numbers checked finite and
  *   parenthesised; strings with NUL refused with 400). Never build the text from input.
  */
-import { once } from 'node:events';
-import { PassThrough, finished } from 'node:stream';
+import { PassThrough, finished, type Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import ExcelJS from 'exceljs';
@@ -75,7 +74,14 @@ import { beginInSnapshot, type Pool, type PoolClient } from '@gantry/db';
 import { ValidationError } from '../errors.ts';
 import { ErrorResponse } from './common-schemas.ts';
 import type { ResponseSpec } from './route.ts';
-import { sheetRowWriter, type CellModel, type SheetRowWriter } from './xlsx-rows.ts';
+import {
+  sheetRowWriter,
+  sheetXmlWriter,
+  type CellModel,
+  type SheetRowWriter,
+  type SheetXmlWriter,
+} from './xlsx-rows.ts';
+import { CopyBinaryFields, sheetColumn, sheetRowsStatement, type SheetColumn } from './xlsx-sql.ts';
 
 /** Rows in one export response (spec "Limits"). */
 export const EXPORT_MAX_ROWS = 50_000;
@@ -154,6 +160,7 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
   if (request.columns.length === 0) throw new Error('an export needs at least one column');
   // Inlining happens before the first query so a bad value is a 400, not a broken file.
   const copyText = request.format === 'csv' ? copyStatement(request) : null;
+  const inlined = request.format === 'xlsx' ? inlineParameters(request.query.text, request.query.values) : null;
 
   const connection = new ExportConnection(pool, await pool.connect(), ctx.res);
   try {
@@ -164,7 +171,7 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
     // The page check runs beside the page, on a second connection reading the same
     // snapshot: the rows are computed while it looks past them, instead of after.
     const probe = connection.beside(rows[0]?.snapshot ?? '', (client) => pageCheck(client, request));
-    const body = copyText !== null ? startCsv(connection, copyText) : startXlsx(connection, request);
+    const body = copyText !== null ? startCsv(connection, copyText) : startXlsx(connection, request, inlined ?? '');
     const truncated = await probe;
     if (connection.gone) throw new Error('export client went away');
     setExportHeaders(ctx, request, truncated);
@@ -308,7 +315,12 @@ function setExportHeaders(ctx: Context, request: ExportRequest, truncated: boole
 }
 
 function pageQuery(text: string, offset: number, projection: string): string {
-  return `SELECT ${projection} FROM (${text}\nLIMIT ${EXPORT_MAX_ROWS} OFFSET ${offset}) AS export_page`;
+  return `SELECT ${projection} FROM ${pageFrom(text, offset)}`;
+}
+
+/** The page as a FROM item named export_page. */
+function pageFrom(text: string, offset: number): string {
+  return `(${text}\nLIMIT ${EXPORT_MAX_ROWS} OFFSET ${offset}) AS export_page`;
 }
 
 /** The exported columns by name. */
@@ -369,7 +381,7 @@ function startCsv(connection: ExportConnection, copyText: string): ExportBody {
  * (postgres-date took 6% of the reporting export's CPU); the cell shows milliseconds, as
  * the CSV does.
  */
-function xlsxProjection(column: ExportColumn): string {
+export function xlsxProjection(column: ExportColumn): string {
   const ref = `export_page.${pg.escapeIdentifier(column.name)}`;
   const alias = pg.escapeIdentifier(column.name);
   switch (column.type) {
@@ -471,14 +483,154 @@ function writeSheetRow(writer: SheetRowWriter, columns: ExportColumn[], row: unk
 }
 
 /**
- * exceljs' streaming writer fed from a cursor, one batch at a time, the next batch asked
- * for before the current one is written. The writer's own pipeline (sheet XML → zip →
- * deflate) ignores back-pressure, so the loop provides it: before the next batch it waits
- * until the response has taken what was compressed so far and the output buffer is below
- * its mark. A slow client therefore holds at most two batches of rows in this process;
- * the rest waits in PostgreSQL behind the cursor.
+ * Writes one data row of values (as the XLSX cursor reads them, xlsxProjection) through
+ * exceljs' renderer.
  */
-function startXlsx(connection: ExportConnection, request: ExportRequest): ExportBody {
+export function sheetValuesWriter(book: XlsxBook, columns: ExportColumn[]): (row: unknown[]) => void {
+  const writer = sheetRowWriter(book.sheet, columns.length, ROW_STYLE);
+  return writer ? (row) => writeSheetRow(writer, columns, row) : (row) => addSheetRow(book.sheet, columns, row);
+}
+
+/** The workbook of one XLSX page, its header row written. */
+export interface XlsxBook {
+  workbook: ExcelJS.stream.xlsx.WorkbookWriter;
+  sheet: ExcelJS.Worksheet;
+  /**
+   * The streams between the sheet's XML and deflate (see deflateInputs); looked up each
+   * time, since the zip connects the sheet's stream only once it starts the entry.
+   */
+  readonly inputs: Backlogged[];
+}
+
+export function openWorkbook(output: PassThrough, request: ExportRequest): XlsxBook {
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
+    stream: output,
+    useStyles: true,
+    useSharedStrings: false,
+    zip: { zlib: { level: 1 } },
+  });
+  const sheetName = (request.sheetName ?? 'Export').replace(/[[\]:*?/\\]/g, ' ').slice(0, 31) || 'Export';
+  const sheet = workbook.addWorksheet(sheetName, { views: [{ state: 'frozen', ySplit: 1 }] });
+  sheet.columns = request.columns.map((column) => ({
+    header: column.name,
+    key: column.name,
+    width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
+    ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
+  }));
+  // The header row goes through exceljs as usual; the data rows skip its Row and Cell objects.
+  sheet.getRow(1).commit();
+  return {
+    workbook,
+    sheet,
+    get inputs() {
+      return deflateInputs(sheet);
+    },
+  };
+}
+
+/** Where the data rows come from: sheet XML from PostgreSQL, or values for exceljs' renderer. */
+type XlsxRows =
+  | ({ kind: 'xml' } & SheetXmlRows)
+  | { kind: 'values'; cursor: Cursor; first: Promise<unknown[][]>; read: () => Promise<unknown[][]> };
+
+/**
+ * An XLSX page: the workbook is opened and the rows' statement started at once, so
+ * PostgreSQL computes the first rows while the page check runs; the body is sent once
+ * the headers are known. The rows' XML is rendered by PostgreSQL (xlsx-sql.ts) when
+ * every column's type allows it — the statement's output types are read first (LIMIT 0)
+ * — and by exceljs from a cursor's values otherwise.
+ */
+function startXlsx(connection: ExportConnection, request: ExportRequest, inlinedText: string): ExportBody {
+  const output = new PassThrough();
+  const book = openWorkbook(output, request);
+  const rows = startXlsxRows(connection, request, inlinedText, book);
+  // Awaited when the body is sent, unless the export fails first: then its rejection is expected.
+  rows.catch(() => undefined);
+  return {
+    send(ctx) {
+      ctx.body = output;
+      writeWorkbook(output, connection, book, request, rows).catch((error: Error) => {
+        connection.abandon(error);
+        output.destroy(error);
+      });
+    },
+  };
+}
+
+/**
+ * The binary COPY of the page's sheet rows as XML (xlsx-sql.ts), given the PostgreSQL
+ * types of the exported columns; undefined when a column's type is not rendered there.
+ * `inlinedText` is the statement with its parameters inlined (COPY takes none).
+ */
+export function xlsxRowsStatement(
+  request: Pick<ExportRequest, 'columns' | 'offset'>,
+  inlinedText: string,
+  typeOids: number[],
+  writer: SheetXmlWriter,
+): string | undefined {
+  const columns = request.columns.map((column, index) => sheetColumn(column.name, column.type, typeOids[index] ?? 0));
+  if (!columns.every((column): column is SheetColumn => column !== undefined)) return undefined;
+  // exceljs caches a style id by style object, under the type of the first cell it saw.
+  const firstPlain = columns.find((column) => column.kind !== 'date');
+  const styles = writer.styleIds(firstPlain?.kind === 'number' ? ExcelJS.ValueType.Number : ExcelJS.ValueType.String);
+  const statement = sheetRowsStatement(pageFrom(inlinedText, request.offset), columns, styles, writer.nextRow);
+  // The statement's own tag comes first as well: pg_stat_activity keeps only the first
+  // 1 kB of a query, and the row XML comes before the statement.
+  const tag = /^\s*(\/\*[^*]*\*\/)/.exec(inlinedText)?.[1] ?? '';
+  return `/* api:exportXlsxRows */ ${tag} COPY (${statement}) TO STDOUT WITH (FORMAT binary)`;
+}
+
+/**
+ * Starts the binary COPY of the page's sheet rows as XML on the client (inside the
+ * export's transaction), after reading the statement's output types; undefined, with
+ * nothing started, when a column's type is not rendered in SQL or exceljs' internals
+ * are not there.
+ */
+export async function startSheetXml(
+  client: pg.ClientBase,
+  request: Pick<ExportRequest, 'columns' | 'offset' | 'query'>,
+  inlinedText: string,
+  book: XlsxBook,
+): Promise<SheetXmlRows | undefined> {
+  const writer = sheetXmlWriter(book.sheet, { plain: PLAIN_STYLE, date: TIMESTAMP_STYLE });
+  if (!writer) return undefined;
+  const { fields } = await client.query({
+    text: `/* api:exportXlsxColumns */ SELECT ${plainProjection(request.columns)} FROM (${request.query.text}\n) AS export_page LIMIT 0`,
+    values: request.query.values,
+    rowMode: 'array',
+  });
+  const statement = xlsxRowsStatement(
+    request,
+    inlinedText,
+    fields.map((field) => field.dataTypeID),
+    writer,
+  );
+  if (statement === undefined) return undefined;
+  // Numbers print as JavaScript prints them only at PostgreSQL's default (xlsx-sql.ts).
+  // JIT compiling the row expression (some 30 cells) cost 10-20 s; run it interpreted.
+  await client.query(
+    `/* api:exportXlsxSettings */ SELECT set_config('extra_float_digits', '1', true), set_config('jit', 'off', true)`,
+  );
+  const copy = client.query(copyTo(statement));
+  // Until it is read (once the headers are sent), a failure is kept in copy.errored.
+  copy.on('error', () => undefined);
+  return { copy, writer };
+}
+
+/** The rows' XML on its way from PostgreSQL, and where it goes. */
+export interface SheetXmlRows {
+  copy: Readable;
+  writer: SheetXmlWriter;
+}
+
+async function startXlsxRows(
+  connection: ExportConnection,
+  request: ExportRequest,
+  inlinedText: string,
+  book: XlsxBook,
+): Promise<XlsxRows> {
+  const xml = await startSheetXml(connection.client, request, inlinedText, book);
+  if (xml) return { kind: 'xml', ...xml };
   const projection = request.columns.map(xlsxProjection).join(', ');
   const cursor = connection.client.query(
     new Cursor(
@@ -494,61 +646,105 @@ function startXlsx(connection: ExportConnection, request: ExportRequest): Export
     return batch;
   };
   // The first batch is computed while the page check runs.
-  const first = read();
-  return {
-    send(ctx) {
-      const output = new PassThrough();
-      ctx.body = output;
-      writeWorkbook(output, connection, request, cursor, first, read).catch((error: Error) => {
-        connection.abandon(error);
-        output.destroy(error);
-      });
-    },
-  };
+  return { kind: 'values', cursor, first: read(), read };
 }
 
 async function writeWorkbook(
   output: PassThrough,
   connection: ExportConnection,
+  book: XlsxBook,
   request: ExportRequest,
-  cursor: Cursor,
-  first: Promise<unknown[][]>,
-  read: () => Promise<unknown[][]>,
+  source: Promise<XlsxRows>,
 ): Promise<void> {
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({
-    stream: output,
-    useStyles: true,
-    useSharedStrings: false,
-    zip: { zlib: { level: 1 } },
+  const rows = await source;
+  if (rows.kind === 'xml') await writeSheetXml(output, () => connection.gone, book, rows);
+  else await writeSheetValues(output, connection, book, request, rows);
+  connection.finish();
+  book.sheet.commit();
+  await book.workbook.commit();
+}
+
+/**
+ * Bytes of sheet XML held in this process before the pipeline is waited on: about what a
+ * 100-row batch of the values path held.
+ */
+const XML_BATCH_BYTES = 128 * 1024;
+
+/**
+ * The rows' XML from the binary COPY into the sheet's stream. The COPY stream is paused
+ * whenever a batch has been handed over, until deflate and the response have taken it
+ * (drained): meanwhile pg-copy-streams does not read the database socket, so a slow
+ * client leaves the rest of the page in PostgreSQL.
+ */
+export async function writeSheetXml(
+  output: PassThrough,
+  gone: () => boolean,
+  book: XlsxBook,
+  { copy, writer }: SheetXmlRows,
+): Promise<void> {
+  if (copy.errored) throw copy.errored;
+  const fields = new CopyBinaryFields();
+  await new Promise<void>((resolve, reject) => {
+    let pending = 0;
+    let settled = false;
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      copy.destroy();
+      reject(error);
+    };
+    fields.on('data', (chunk: Buffer) => {
+      writer.write(chunk);
+      pending += chunk.length;
+      if (pending < XML_BATCH_BYTES) return;
+      pending = 0;
+      copy.pause();
+      drained(output, book.inputs).then(() => {
+        if (gone()) fail(new Error('export client went away'));
+        else copy.resume();
+      }, fail);
+    });
+    fields.on('error', fail);
+    copy.on('error', fail);
+    fields.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve();
+    });
+    copy.on('data', (chunk: Buffer) => fields.write(chunk));
+    copy.on('end', () => fields.end());
   });
-  const sheetName = (request.sheetName ?? 'Export').replace(/[[\]:*?/\\]/g, ' ').slice(0, 31) || 'Export';
-  const sheet = workbook.addWorksheet(sheetName, { views: [{ state: 'frozen', ySplit: 1 }] });
-  const inputs = deflateInputs(sheet);
-  sheet.columns = request.columns.map((column) => ({
-    header: column.name,
-    key: column.name,
-    width: column.width ?? (column.type === 'timestamp' ? 24 : Math.min(Math.max(column.name.length + 2, 12), 40)),
-    ...(column.type === 'timestamp' ? { style: TIMESTAMP_STYLE } : {}),
-  }));
-  // The header row goes through exceljs as usual; the data rows skip its Row and Cell objects.
-  sheet.getRow(1).commit();
-  const writer = sheetRowWriter(sheet, request.columns.length, ROW_STYLE);
-  let next = first;
+  writer.skipRows(fields.rows);
+}
+
+/**
+ * exceljs' streaming writer fed from a cursor, one batch at a time, the next batch asked
+ * for before the current one is written. The writer's own pipeline (sheet XML → zip →
+ * deflate) ignores back-pressure, so the loop provides it: before the next batch it waits
+ * until the response has taken what was compressed so far and the output buffer is below
+ * its mark. A slow client therefore holds at most two batches of rows in this process;
+ * the rest waits in PostgreSQL behind the cursor.
+ */
+async function writeSheetValues(
+  output: PassThrough,
+  connection: ExportConnection,
+  book: XlsxBook,
+  request: ExportRequest,
+  source: Extract<XlsxRows, { kind: 'values' }>,
+): Promise<void> {
+  const writeRow = sheetValuesWriter(book, request.columns);
+  let next = source.first;
   for (;;) {
     const rows = await next;
     if (connection.gone || output.destroyed) throw new Error('export client went away');
     const last = rows.length < XLSX_BATCH_ROWS;
     // PostgreSQL computes the next batch while this one is written.
-    if (!last) next = read();
-    if (writer) for (const row of rows) writeSheetRow(writer, request.columns, row);
-    else for (const row of rows) addSheetRow(sheet, request.columns, row);
+    if (!last) next = source.read();
+    for (const row of rows) writeRow(row);
     if (last) break;
-    await drained(output, inputs);
+    await drained(output, book.inputs);
   }
-  await cursor.close();
-  connection.finish();
-  sheet.commit();
-  await workbook.commit();
+  await source.cursor.close();
 }
 
 /** A writable stream as far as back-pressure goes. */
@@ -556,15 +752,33 @@ interface Backlogged {
   readonly writableLength: number;
   readonly writableHighWaterMark: number;
   once(event: 'drain', listener: () => void): unknown;
+  removeListener(event: 'drain', listener: () => void): unknown;
 }
 
-function isBacklogged(value: unknown): value is Backlogged {
-  const stream = value as Partial<Backlogged> | null;
-  return (
-    typeof stream?.writableLength === 'number' &&
-    typeof stream.writableHighWaterMark === 'number' &&
-    typeof stream.once === 'function'
-  );
+/**
+ * A writable stream's backlog. Node's streams have writableLength; the PassThrough the
+ * zip puts between the sheet's stream and deflate comes from the readable-stream
+ * package (archiver's), whose streams keep it only in _writableState: found by
+ * writableLength alone, the deflate input was never watched (in this round's
+ * back-pressure test the API then held 31 MB of a paused client's XLSX once).
+ */
+function asBacklogged(value: unknown): Backlogged | undefined {
+  const stream = value as Partial<Backlogged> & {
+    _writableState?: { length?: unknown; highWaterMark?: unknown };
+  };
+  if (typeof stream?.once !== 'function' || typeof stream.removeListener !== 'function') return undefined;
+  if (typeof stream.writableLength === 'number' && typeof stream.writableHighWaterMark === 'number')
+    return stream as Backlogged;
+  const state = stream._writableState;
+  if (typeof state?.length !== 'number' || typeof state.highWaterMark !== 'number') return undefined;
+  return {
+    get writableLength() {
+      return state.length as number;
+    },
+    writableHighWaterMark: state.highWaterMark,
+    once: (event, listener) => stream.once?.(event, listener),
+    removeListener: (event, listener) => stream.removeListener?.(event, listener),
+  };
 }
 
 /**
@@ -577,7 +791,9 @@ function isBacklogged(value: unknown): value is Backlogged {
  */
 function deflateInputs(sheet: ExcelJS.Worksheet): Backlogged[] {
   const pipes = (sheet as unknown as { stream?: { pipes?: unknown } }).stream?.pipes;
-  return Array.isArray(pipes) ? pipes.filter(isBacklogged) : [];
+  return Array.isArray(pipes)
+    ? pipes.map(asBacklogged).filter((stream): stream is Backlogged => stream !== undefined)
+    : [];
 }
 
 /**
@@ -592,14 +808,27 @@ async function drained(output: PassThrough, inputs: Backlogged[]): Promise<void>
     await new Promise((resolve) => setImmediate(resolve));
     if (output.destroyed) throw new Error('export client went away');
     const full = inputs.find((input) => input.writableLength >= input.writableHighWaterMark);
-    if (full)
-      await Promise.race([
-        new Promise((resolve) => full.once('drain', () => resolve(undefined))),
-        once(output, 'close'),
-      ]);
-    else if (output.writableNeedDrain) await Promise.race([once(output, 'drain'), once(output, 'close')]);
+    if (full) await drainOrClose(full, output);
+    else if (output.writableNeedDrain) await drainOrClose(output, output);
     else return;
   }
+}
+
+/**
+ * Resolves at the stream's next 'drain' or when the response closes, whichever comes
+ * first, and removes the other listener: an export waits hundreds of times, and
+ * listeners left behind on the response accumulate.
+ */
+function drainOrClose(stream: Backlogged, output: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.removeListener('drain', done);
+      output.removeListener('close', done);
+      resolve();
+    };
+    stream.once('drain', done);
+    output.once('close', done);
+  });
 }
 
 // Parameter inlining for COPY ------------------------------------------------------------

@@ -39,8 +39,8 @@ interface RowXform {
 
 /** What this module reads of exceljs' WorksheetWriter. */
 interface WorksheetWriterInternals {
-  stream: { write(xml: string): unknown };
-  _workbook: { styles: unknown };
+  stream: { write(xml: string | Buffer): unknown };
+  _workbook: { styles: { addStyleModel(style: Partial<ExcelJS.Style>, type: ExcelJS.ValueType): number } };
   _rowZero: number;
   _rows: unknown[] | null;
   /** True once the columns and <sheetData> are written (by the first committed row). */
@@ -67,7 +67,7 @@ function hasInternals(sheet: unknown): sheet is WorksheetWriterInternals {
   const writer = sheet as Partial<WorksheetWriterInternals> | null;
   return (
     typeof writer?.stream?.write === 'function' &&
-    typeof writer._workbook?.styles === 'object' &&
+    typeof writer._workbook?.styles?.addStyleModel === 'function' &&
     typeof writer._rowZero === 'number' &&
     Array.isArray(writer._rows) &&
     writer.startedData === true &&
@@ -131,6 +131,51 @@ export function sheetRowWriter(
       xform.prepare(model, options);
       writer.stream.write(xform.toXml(model));
       writer._rowZero += 1;
+    },
+  };
+}
+
+/**
+ * Writes data rows whose XML was rendered elsewhere (PostgreSQL, xlsx-sql.ts) after the
+ * rows already committed (the header row): the XML goes to the sheet's stream as it is,
+ * and `skipRows` then moves exceljs' row cursor past the rows written.
+ */
+export interface SheetXmlWriter {
+  /** Number of the first row to write. */
+  readonly nextRow: number;
+  /**
+   * The style ids exceljs gives the export's two cell styles (export.ts' PLAIN_STYLE and
+   * TIMESTAMP_STYLE), registering them in the workbook's styles as its renderer would;
+   * `plainType` is the type of the first plain cell it would have seen.
+   */
+  styleIds(plainType: ExcelJS.ValueType): { plain: number; date: number };
+  write(xml: Buffer): void;
+  skipRows(count: number): void;
+}
+
+export function sheetXmlWriter(
+  sheet: ExcelJS.Worksheet,
+  styles: { plain: Partial<ExcelJS.Style>; date: Partial<ExcelJS.Style> },
+): SheetXmlWriter | undefined {
+  if (!hasInternals(sheet)) return undefined;
+  const writer = sheet;
+  if (writer._rows?.length) throw new Error('uncommitted rows before directly written rows');
+  return {
+    get nextRow() {
+      return writer._rowZero;
+    },
+    styleIds(plainType) {
+      const registry = writer._workbook.styles;
+      return {
+        date: registry.addStyleModel(styles.date, ExcelJS.ValueType.Date),
+        plain: registry.addStyleModel(styles.plain, plainType),
+      };
+    },
+    write(xml) {
+      writer.stream.write(xml);
+    },
+    skipRows(count) {
+      writer._rowZero += count;
     },
   };
 }
