@@ -11,8 +11,8 @@
  * sheet's stream as they are. The work moves to a PostgreSQL backend, i.e. the other
  * core.
  *
- * The XML is exceljs' byte for byte (xlsx-sql.test.ts compares it with exceljs' own
- * output over edge values):
+ * The XML is exceljs' byte for byte (test/reporting/export-xlsx-xml.test.ts compares it
+ * with exceljs' own output over edge values):
  *
  *   <row r="N" spans="1:W" x14ac:dyDescent="0.25"> cells </row>
  *   text     <c r="AN" t="str"><v>escaped text</v></c>
