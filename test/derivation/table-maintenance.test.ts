@@ -78,6 +78,45 @@ describe('table maintenance by the worker (autovacuum off)', () => {
     expect(await loop.runOnce()).toBe(0);
   });
 
+  it('works at the cost delay autovacuum would use, and a stopping worker cancels a VACUUM under way', async () => {
+    // 100 ms a pause: this VACUUM would take many seconds.
+    await db.pool.query(
+      `CREATE TABLE slow (id int, note text) WITH (autovacuum_vacuum_cost_delay = 100, autovacuum_vacuum_threshold = 100, autovacuum_vacuum_scale_factor = 0)`,
+    );
+    await db.pool.query(`INSERT INTO slow SELECT i, repeat('x', 100) FROM generate_series(1, 200000) i`);
+    await db.pool.query(`ANALYZE slow`);
+    await db.pool.query(`DELETE FROM slow`);
+    await waitFor(
+      () => tableStats('slow'),
+      (stats) => (stats?.dead ?? 0) >= 200_000,
+      10_000,
+      'the deleted rows in pg_stat_user_tables',
+    );
+    const loop = tableMaintenanceLoop({ pool: db.pool, logger: silentLogger() }, { always: true });
+    // Other due tables of this database go first; step until the VACUUM of slow is running.
+    let step: Promise<number> | undefined;
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      step = loop.runOnce();
+      const vacuuming = await waitFor(
+        async () => {
+          const { rows } = await db.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%VACUUM%slow%' AND pid <> pg_backend_pid()`,
+          );
+          return rows.length > 0;
+        },
+        (running) => running,
+        500,
+        'VACUUM of slow',
+      ).catch(() => false);
+      if (vacuuming) break;
+      await step;
+    }
+    loop.interrupt?.();
+    expect(await step).toBe(1);
+    expect(await tableStats('slow')).toMatchObject({ vacuumed: 0 });
+    expect(await loop.runOnce()).toBe(0);
+  });
+
   it('does nothing while the server runs autovacuum', async () => {
     const { rows } = await db.pool.query<{ autovacuum: string }>(`SELECT current_setting('autovacuum') AS autovacuum`);
     await db.pool.query(`CREATE TABLE fresh (id int)`);

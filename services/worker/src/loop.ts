@@ -12,6 +12,8 @@ export interface WorkerLoop {
   runOnce(): Promise<number>;
   /** Called once when the worker stops (close connections, finish in-flight work). */
   stop?(): Promise<void>;
+  /** The worker is stopping: cut a long step short (runOnce is awaited before stop). */
+  interrupt?(): void;
 }
 
 export interface RunningLoop {
@@ -51,6 +53,7 @@ export function runLoop(loop: WorkerLoop, logger: Logger): RunningLoop {
     async stop() {
       stopping = true;
       wake?.();
+      loop.interrupt?.();
       await done;
       await loop.stop?.();
     },

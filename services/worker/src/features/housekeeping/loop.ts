@@ -32,10 +32,27 @@ export function housekeepingLoop(deps: { pool: Pool; config: Config; storageMode
              SELECT ctid FROM device_message_rows WHERE received_at < now() - make_interval(days => $1) LIMIT 5000)`,
           [deps.config.retention.bronzeDays],
         );
+        // Silver has no index on ts alone: `WHERE ts < cutoff` read the whole table every
+        // pass, even with nothing to prune. Its key leads with the device, so the pass walks
+        // the distinct devices through the key (one probe each, a loose index scan) and
+        // takes each one's expired readings from the front of its key range.
         const silver = await deps.pool.query(
           `/* worker:pruneSilver */
+           WITH RECURSIVE devices AS (
+             (SELECT device_id FROM telemetry_readings ORDER BY device_id LIMIT 1)
+             UNION ALL
+             SELECT (SELECT r.device_id FROM telemetry_readings r WHERE r.device_id > d.device_id ORDER BY r.device_id LIMIT 1)
+               FROM devices d WHERE d.device_id IS NOT NULL
+           )
            DELETE FROM telemetry_readings WHERE ctid IN (
-             SELECT ctid FROM telemetry_readings WHERE ts < now() - make_interval(days => $1) LIMIT 5000)`,
+             SELECT expired.ctid FROM devices d
+             CROSS JOIN LATERAL (
+               SELECT r.ctid FROM telemetry_readings r
+                WHERE r.device_id = d.device_id AND r.ts < now() - make_interval(days => $1)
+                ORDER BY r.ts LIMIT 5000
+             ) expired
+             WHERE d.device_id IS NOT NULL
+             LIMIT 5000)`,
           [deps.config.retention.readingDays],
         );
         pruned = (batches.rowCount ?? 0) + (bronze.rowCount ?? 0) + (silver.rowCount ?? 0);

@@ -17,8 +17,11 @@ import type { WorkerLoop } from '../../loop.ts';
  * ANALYZE once more rows changed than `analyze_threshold + analyze_scale_factor ×
  * rows`, VACUUM once more rows are dead than `vacuum_threshold + vacuum_scale_factor ×
  * rows`. One table per step, the most changed first; a table another session holds
- * (two workers, a migration) is skipped after a second's wait. Nothing happens while
- * the server's autovacuum is on, the default.
+ * (two workers, a migration) is skipped after a second's wait. Like autovacuum it works
+ * one process per table (no parallel index vacuum) at autovacuum's cost delay and limit
+ * (the table's own `autovacuum_vacuum_cost_delay` first), so a big table is vacuumed
+ * slowly rather than taking a core at once; a worker that stops cancels it. Nothing
+ * happens while the server's autovacuum is on, the default.
  */
 export interface TableMaintenanceOptions {
   /** Work even while autovacuum is on (tests). */
@@ -32,9 +35,12 @@ interface DueTable {
   name: string;
   vacuum: boolean;
   analyze: boolean;
+  /** vacuum_cost_delay for it, as autovacuum would use (`2ms`, `0`). */
+  costDelay: string;
 }
 
 const LOCK_NOT_AVAILABLE = '55P03';
+const QUERY_CANCELED = '57014';
 
 export function tableMaintenanceLoop(
   deps: { pool: Pool; logger: Logger },
@@ -43,6 +49,9 @@ export function tableMaintenanceLoop(
   const restMs = options.restMs ?? 60_000;
   const rested = new Map<string, number>();
   let announced = false;
+  /** Backend of the VACUUM or ANALYZE under way, for interrupt(). */
+  let running: number | null = null;
+  let interrupted = false;
 
   async function autovacuumIsOff(): Promise<boolean> {
     const { rows } = await deps.pool.query<{ off: boolean }>(
@@ -71,18 +80,21 @@ export function tableMaintenanceLoop(
                 coalesce(o.analyze_threshold, current_setting('autovacuum_analyze_threshold')::float8)
                   + coalesce(o.analyze_scale, current_setting('autovacuum_analyze_scale_factor')::float8) * t.reltuples
                   AS analyze_limit,
-                coalesce(o.enabled, true) AS enabled
+                coalesce(o.enabled, true) AS enabled,
+                coalesce(o.cost_delay, current_setting('autovacuum_vacuum_cost_delay')) AS cost_delay
          FROM tables t
          CROSS JOIN LATERAL (
            SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')::float8 AS vacuum_threshold,
                   max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')::float8 AS vacuum_scale,
                   max(option_value) FILTER (WHERE option_name = 'autovacuum_analyze_threshold')::float8 AS analyze_threshold,
                   max(option_value) FILTER (WHERE option_name = 'autovacuum_analyze_scale_factor')::float8 AS analyze_scale,
-                  max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::boolean AS enabled
+                  max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::boolean AS enabled,
+                  max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_cost_delay') AS cost_delay
            FROM pg_options_to_table(t.reloptions)
          ) o
        )
-       SELECT relid::text AS relid, name, n_dead_tup > vacuum_limit AS vacuum, n_mod_since_analyze > analyze_limit AS analyze
+       SELECT relid::text AS relid, name, n_dead_tup > vacuum_limit AS vacuum, n_mod_since_analyze > analyze_limit AS analyze,
+              CASE WHEN cost_delay = '-1' THEN current_setting('vacuum_cost_delay') ELSE cost_delay END AS "costDelay"
        FROM rules
        WHERE enabled AND (n_dead_tup > vacuum_limit OR n_mod_since_analyze > analyze_limit)
        ORDER BY greatest(n_dead_tup - vacuum_limit, n_mod_since_analyze - analyze_limit) DESC
@@ -95,9 +107,15 @@ export function tableMaintenanceLoop(
   async function maintain(table: DueTable): Promise<void> {
     // VACUUM cannot run in a transaction block: one client, autocommit, its own lock timeout.
     const client = await deps.pool.connect();
+    running = (client as unknown as { processID?: number }).processID ?? null;
     try {
-      await client.query(`SET lock_timeout = '1s'`);
-      const command = table.vacuum ? `VACUUM${table.analyze ? ' (ANALYZE)' : ''}` : 'ANALYZE';
+      await client.query(
+        `SELECT set_config('lock_timeout', '1s', false), set_config('vacuum_cost_delay', $1, false),
+                set_config('vacuum_cost_limit', CASE WHEN current_setting('autovacuum_vacuum_cost_limit') = '-1'
+                  THEN current_setting('vacuum_cost_limit') ELSE current_setting('autovacuum_vacuum_cost_limit') END, false)`,
+        [table.costDelay],
+      );
+      const command = table.vacuum ? `VACUUM (PARALLEL 0${table.analyze ? ', ANALYZE' : ''})` : 'ANALYZE';
       const started = performance.now();
       await client.query(`/* worker:tableMaintenance */ ${command} ${table.name}`);
       deps.logger.debug(
@@ -105,10 +123,13 @@ export function tableMaintenanceLoop(
         'table maintained',
       );
     } catch (error) {
-      if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+      const code = (error as { code?: string }).code;
+      if (code === QUERY_CANCELED && interrupted) return;
+      if (code !== LOCK_NOT_AVAILABLE) throw error;
       deps.logger.debug({ table: table.name }, 'table busy; maintenance skipped');
     } finally {
-      await client.query('RESET lock_timeout').catch(() => undefined);
+      running = null;
+      await client.query('RESET lock_timeout; RESET vacuum_cost_delay; RESET vacuum_cost_limit').catch(() => undefined);
       client.release();
     }
   }
@@ -116,7 +137,12 @@ export function tableMaintenanceLoop(
   return {
     name: 'table-maintenance',
     idleMs: 30_000,
+    interrupt() {
+      interrupted = true;
+      if (running !== null) deps.pool.query('SELECT pg_cancel_backend($1)', [running]).catch(() => undefined);
+    },
     async runOnce() {
+      if (interrupted) return 0;
       if (!options.always && !(await autovacuumIsOff())) return 0;
       if (!announced && !options.always) {
         announced = true;
