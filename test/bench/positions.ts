@@ -31,6 +31,7 @@ import { positionsForBenchmarks } from '../../services/ingest/src/storage/positi
 import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, withDatabase } from '../support/database-url.ts';
+import { provisionFleetBulk } from '../support/ingest.ts';
 
 function setting(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -105,17 +106,7 @@ async function prepare(path: Path, serverUrl: string, deviceIds: string[]): Prom
   const url = withDatabase(serverUrl, database);
   await migrateDatabase(url, { storageMode: 'postgres', retention: { bronzeDays: 14, readingDays: 400 } });
   const pool = createPool(url, { max: 3, applicationName: `gantry-bench-positions-${path}` });
-  const { rows: tenant } = await pool.query<{ id: string }>(
-    `INSERT INTO tenants (name) VALUES ('Positions terminal') RETURNING id`,
-  );
-  const assets = await pool.query<{ id: string; identifier: string }>(
-    `INSERT INTO assets (tenant_id, name, identifier) SELECT $1, id, id FROM unnest($2::text[]) AS id RETURNING id, identifier`,
-    [tenant[0]!.id, deviceIds],
-  );
-  await pool.query(
-    `INSERT INTO devices (tenant_id, device_id, asset_id) SELECT $1, d, a FROM unnest($2::text[], $3::uuid[]) AS u(d, a)`,
-    [tenant[0]!.id, assets.rows.map((row) => row.identifier), assets.rows.map((row) => row.id)],
-  );
+  await provisionFleetBulk(pool, deviceIds, 'Positions terminal');
   // Built (empty) once, as a running system's would be.
   await refreshGold({ pool, logger: silentLogger(), storageMode: 'postgres' }, { only: ['positions_1min'] });
   return { path, url, pool, ms: 0, parts: { deltas: 0, log: 0, refresh: 0 }, perPass: [] };

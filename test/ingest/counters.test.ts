@@ -1,15 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPublisher, fleetTraffic, publishMessages, randomSource } from '@gantry/simulator';
-import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from '../../services/ingest/src/ingest.ts';
-import { parseMessage, type ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
+import type { ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
 import { replayBronze } from '../../services/ingest/src/replay.ts';
 import { counterDrift, counterTables, deviceCounterColumns } from '../../services/ingest/src/storage/counters.ts';
-import { inTransaction } from '../../services/ingest/src/storage/transaction.ts';
-import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { testConfig } from '../support/api.ts';
 import { startTestBroker, type TestBroker } from '../support/broker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { countOf, provisionFleetBulk, uniqueDeviceIds, waitFor } from '../support/ingest.ts';
+import { countOf, parseRaw, provisionFleetBulk, uniqueDeviceIds, writeParsed, waitFor } from '../support/ingest.ts';
 import { killAllServices, spawnService } from '../support/processes.ts';
 
 const HOUR = 3_600_000;
@@ -93,15 +90,8 @@ describe('ingest counters', () => {
       return sentMessage;
     }
 
-    const parse = (raw: { topic: string; payload: Buffer; receivedAt: number }): ParsedMessage =>
-      parseMessage(raw, {
-        maxPayloadBytes: config.ingest.maxPayloadBytes,
-        bounds: timeBounds(config, raw.receivedAt),
-      });
-    const write = (messages: ParsedMessage[], method: 'unnest' | 'copy') =>
-      inTransaction(db.pool, 30_000, (client) =>
-        writeBatch(client, messages, { method, oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES }),
-      );
+    const parse = (raw: { topic: string; payload: Buffer; receivedAt: number }) => parseRaw(config, raw);
+    const write = (messages: ParsedMessage[], method: 'unnest' | 'copy') => writeParsed(db.pool, messages, method);
 
     // Three writers at once, as several ingest processes would be, on the same devices.
     for (let round = 0; round < 10; round += 1) {

@@ -2,15 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveDefinition } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { randomSource } from '@gantry/simulator';
-import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from '../../services/ingest/src/ingest.ts';
-import { parseMessage, type ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
+import type { ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
 import { replayBronze } from '../../services/ingest/src/replay.ts';
-import { inTransaction } from '../../services/ingest/src/storage/transaction.ts';
-import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { testConfig } from '../support/api.ts';
 import { availableStorageModes, createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { countOf, provisionFleetBulk, uniqueDeviceIds } from '../support/ingest.ts';
+import { countOf, parseRaw, provisionFleetBulk, uniqueDeviceIds, writeParsed } from '../support/ingest.ts';
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -102,15 +99,8 @@ describe.each(availableStorageModes().filter((mode) => mode === 'postgres'))(
         sent.push(sentMessage);
         return sentMessage;
       }
-      const parse = (raw: { topic: string; payload: Buffer; receivedAt: number }): ParsedMessage =>
-        parseMessage(raw, {
-          maxPayloadBytes: config.ingest.maxPayloadBytes,
-          bounds: timeBounds(config, raw.receivedAt),
-        });
-      const write = (messages: ParsedMessage[], method: 'unnest' | 'copy') =>
-        inTransaction(db.pool, 30_000, (client) =>
-          writeBatch(client, messages, { method, oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES }),
-        );
+      const parse = (raw: { topic: string; payload: Buffer; receivedAt: number }) => parseRaw(config, raw);
+      const write = (messages: ParsedMessage[], method: 'unnest' | 'copy') => writeParsed(db.pool, messages, method);
 
       for (let round = 0; round < 8; round += 1) {
         await Promise.all(

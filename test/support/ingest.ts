@@ -6,6 +6,10 @@ import { silentLogger, type Logger } from '@gantry/logger';
 import { startIngest, type RunningIngest } from '@gantry/ingest';
 import { createOutbox } from '@gantry/db';
 import { provisioning } from '@gantry/api';
+import { OVERSIZED_PAYLOAD_BYTES, timeBounds } from '../../services/ingest/src/ingest.ts';
+import { parseMessage, type ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
+import { inTransaction } from '../../services/ingest/src/storage/transaction.ts';
+import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { testConfig } from './api.ts';
 
 export interface ProvisionedDevice {
@@ -129,4 +133,19 @@ export async function waitFor<T>(
 export async function countOf(pool: Pool, sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await pool.query<{ count: number }>(sql, params);
   return Number(rows[0]?.count ?? 0);
+}
+
+/** A raw MQTT message parsed as ingest parses it, with the time bounds of its arrival. */
+export function parseRaw(config: Config, raw: { topic: string; payload: Buffer; receivedAt: number }): ParsedMessage {
+  return parseMessage(raw, {
+    maxPayloadBytes: config.ingest.maxPayloadBytes,
+    bounds: timeBounds(config, raw.receivedAt),
+  });
+}
+
+/** One ingest batch written and committed as the batcher does (without its retries). */
+export function writeParsed(pool: Pool, messages: ParsedMessage[], method: 'unnest' | 'copy') {
+  return inTransaction(pool, 30_000, (client) =>
+    writeBatch(client, messages, { method, oversizedPayloadBytes: OVERSIZED_PAYLOAD_BYTES }),
+  );
 }
