@@ -328,12 +328,20 @@ function plainProjection(columns: ExportColumn[]): string {
   return columns.map((column) => `export_page.${pg.escapeIdentifier(column.name)}`).join(', ');
 }
 
+/**
+ * A timestamptz as the API writes timestamps (`2026-11-27T05:18:14.123Z`, what
+ * Date#toISOString gives): formatted by PostgreSQL, for answers read as text or JSON.
+ */
+export function isoTextSql(expression: string): string {
+  return `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
 function csvProjection(column: ExportColumn): string {
   const ref = `export_page.${pg.escapeIdentifier(column.name)}`;
   const alias = pg.escapeIdentifier(column.name);
   switch (column.type) {
     case 'timestamp':
-      return `to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${alias}`;
+      return `${isoTextSql(ref)} AS ${alias}`;
     case 'boolean':
       return `CASE WHEN ${ref} THEN 'true' WHEN NOT ${ref} THEN 'false' END AS ${alias}`;
     case 'json':
