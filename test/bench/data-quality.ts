@@ -17,7 +17,7 @@
  * phase 3 measures the real write path. Load average is printed beside each figure.
  *
  * Env: GANTRY_BENCH_DATABASE_URL, BENCH_DEVICES (1000), BENCH_SMALL (300000),
- * BENCH_LARGE (3000000), BENCH_REQUESTS (60), BENCH_BASELINE_REQUESTS (5),
+ * BENCH_LARGE (3000000), BENCH_REQUESTS (200: a p95 of fewer moves with single slow requests), BENCH_BASELINE_REQUESTS (5),
  * BENCH_INGEST_MESSAGES (60000 per mode and round, 3 rounds), BENCH_KEEP=1 keeps the database.
  */
 import { randomBytes } from 'node:crypto';
@@ -43,7 +43,7 @@ const HOUR = 3_600_000;
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 1000);
 const SMALL = Number(process.env.BENCH_SMALL ?? 300_000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 3_000_000);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 60);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
 const BASELINE_REQUESTS = Number(process.env.BENCH_BASELINE_REQUESTS ?? 5);
 const INGEST_MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 60_000);
 const serverUrl =

@@ -8,8 +8,9 @@
  *    fleet series of all 720 buckets (and a page of 100) read through readUtilization
  *    from the fleet rollup and, side by side in the same loop, summed from per-asset gold
  *    (the path before the rollup). Target p95 < 50 ms.
- * 2. Idle, small hour: a second tenant of PRESENT_DEVICES (1000) devices whose last hour
- *    holds PRESENT_LOW (300,000) readings (seeded into silver and marked dirty as ingest
+ * 2. Idle, small hour: a second tenant of PRESENT_DEVICES (1000) devices whose open UTC
+ *    hour holds PRESENT_LOW (300,000) readings (spread over its last 50 minutes at most;
+ *    in the first 5 minutes of an hour the bench waits) (seeded into silver and marked dirty as ingest
  *    does, derived by the worker's code, gold refreshed); the API (a real process) answers
  *    utilization and container work, hour, fleet and asset, default range (reaching now),
  *    sequentially: p95 each. The live definition over the same hour (what a pending
@@ -27,7 +28,7 @@
  *    CPU the worker took meanwhile (its process and its database backends).
  *
  * The load average is printed beside every figure: the machine is shared, figures are
- * indicative. Other env: PRESENT_REQUESTS (40 per question), PRESENT_PHASES (fleet,idle,load),
+ * indicative. Other env: PRESENT_REQUESTS (150 per question: a p95 of fewer moves with single slow requests), PRESENT_PHASES (fleet,idle,load),
  * GANTRY_TEST_DATABASE_URL.
  */
 import { randomBytes } from 'node:crypto';
@@ -64,7 +65,7 @@ const LOW = setting('PRESENT_LOW', 300_000);
 const HIGH = setting('PRESENT_HIGH', 3_000_000);
 const RATE = setting('PRESENT_RATE', 2000);
 const LOAD_SECONDS = setting('PRESENT_LOAD_SECONDS', 60);
-const REQUESTS = Math.max(5, setting('PRESENT_REQUESTS', 40));
+const REQUESTS = Math.max(5, setting('PRESENT_REQUESTS', 150));
 const KEEP = process.env.PRESENT_KEEP_DATABASE === '1';
 /** Which parts run: fleet, idle, load (comma-separated; all by default). */
 const PHASES = new Set((process.env.PRESENT_PHASES ?? 'fleet,idle,load').split(',').map((phase) => phase.trim()));
@@ -592,8 +593,17 @@ async function main(): Promise<void> {
       },
     });
     if (PHASES.has('idle')) {
+      // Inside the open UTC hour (the load phase measures the open hour holding them), over
+      // its last 50 minutes at most; a hour younger than 5 minutes is waited out.
+      const intoHour = Date.now() % HOUR;
+      if (intoHour < 5 * 60_000 + 10_000) {
+        log(
+          `idle: waiting ${((5 * 60_000 + 10_000 - intoHour) / 1000).toFixed(0)} s for the open hour to be 5 minutes old…`,
+        );
+        await sleep(5 * 60_000 + 10_000 - intoHour);
+      }
       const end = Date.now() - 10_000;
-      const start = end - 50 * 60_000;
+      const start = Math.max(end - 50 * 60_000, Math.floor(end / HOUR) * HOUR);
       log(`idle: seeding ${LOW.toLocaleString()} and ${HIGH.toLocaleString()} readings into two tenants' last hour…`);
       await seedHour(pool, small, LOW, start, end, 0);
       await seedHour(pool, big, HIGH, start, end, 0);
@@ -609,7 +619,7 @@ async function main(): Promise<void> {
         ).rows[0]!.n.toLocaleString();
       out('');
       out(
-        `== idle: ${DEVICES} devices each, the last hour holding ${await volume(small)} readings (small) and ${await volume(big)} (big); ` +
+        `== idle: ${DEVICES} devices each, the open hour holding ${await volume(small)} readings (small) and ${await volume(big)} (big); ` +
           `derived and refreshed in ${(settleMs / 1000).toFixed(0)} s; API, one client, default range (reaching now) ==`,
       );
       // The worker would have refreshed every second meanwhile (an hour may have begun).
