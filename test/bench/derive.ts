@@ -22,6 +22,7 @@
  * database at the end; --skip-backlog keeps the previous run's derived state (to repeat
  * the load and query phases), --skip-queries stops after the load phase.
  */
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
@@ -260,6 +261,9 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
   let inserted = 0;
 
   const started = performance.now();
+  const cpuBefore = machineCpuSeconds();
+  const walBefore = (await pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+  let derivedDevices = 0;
   const deviceIds = (
     await pool.query<{ id: string; asset_id: string }>(
       `SELECT id, asset_id FROM devices WHERE tenant_id = $1 ORDER BY id`,
@@ -322,6 +326,7 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
   const workerLoop = async () => {
     while (!stopping) {
       const run = await deriveDirtyDevices(deps);
+      derivedDevices += run.devices;
       // The first seconds catch up from where the previous phase left the devices.
       if (run.lagSeconds !== null && performance.now() - started > WARM_UP_MS) lags.push(run.lagSeconds);
       if (run.devices === 0) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -344,6 +349,25 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
       `derivation lag p50 ${percentile(lags, 50).toFixed(2)} s, p99 ${percentile(lags, 99).toFixed(2)} s, max ${Math.max(...lags).toFixed(2)} s ` +
       `(${lags.length} runs after a ${WARM_UP_MS / 1000} s warm-up; ${WORKERS} workers; target p99 < 5 s)`,
   );
+  const cpu = machineCpuSeconds() - cpuBefore;
+  const wal = (
+    await pool.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS bytes', [
+      walBefore,
+    ])
+  ).rows[0]!.bytes;
+  log(
+    `CPU under load: the whole machine ${cpu.toFixed(1)} s in ${seconds.toFixed(0)} s (${(cpu / seconds).toFixed(2)} cores: ` +
+      `this process, its database backends and anything else running), ${derivedDevices.toLocaleString()} device derivations, ` +
+      `${((1000 * cpu) / Math.max(1, derivedDevices)).toFixed(2)} ms of CPU per device derivation; ` +
+      `WAL written ${(Number(wal) / 1048576).toFixed(0)} MiB (the inserted readings included)`,
+  );
+}
+
+/** CPU time the whole machine has spent (user, nice, system, irq, softirq) since boot, from /proc/stat. */
+function machineCpuSeconds(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq] = fields;
+  return (user! + nice! + system! + irq! + softirq!) / 100;
 }
 
 /** The session tables after the phase before: backends publish their counters within 10 s of going idle. */

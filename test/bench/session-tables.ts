@@ -1,6 +1,6 @@
 import type { Queryable } from '@gantry/db';
 
-/** The session tables' size (pages of 8 KiB: heap, all indexes) and row writes so far. */
+/** The size of the tables derivation rewrites (sessions, segments; pages of 8 KiB: heap, all indexes) and row writes so far. */
 export interface SessionTableStats {
   table: string;
   fillfactor: string;
@@ -27,7 +27,7 @@ export async function sessionTableStats(db: Queryable): Promise<SessionTableStat
             (pg_indexes_size(c.oid) / 8192)::int AS "indexPages", s.n_tup_ins::int AS inserted, s.n_tup_upd::int AS updated,
             s.n_tup_hot_upd::int AS hot, s.n_tup_del::int AS deleted
        FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid
-      WHERE c.relname IN ('usage_sessions', 'identifier_sessions') AND c.relnamespace = 'public'::regnamespace
+      WHERE c.relname IN ('usage_sessions', 'identifier_sessions', 'telemetry_segments') AND c.relnamespace = 'public'::regnamespace
       ORDER BY c.relname DESC`,
   );
   return rows;

@@ -233,18 +233,28 @@ function replacePoints(outputs: DeviceOutput[], kind: keyof DeviceOutput['replac
 }
 
 /**
- * Deletes the segments each device produced from its replace point on; returns their
- * utilization contributions (per asset and hour).
+ * Deletes the segments each device stored from its replace point on that its new
+ * segments do not replace by start; returns their utilization contributions (per asset
+ * and hour). A stored segment whose start the derivation produces again — the open one,
+ * on nearly every run — stays, and insertSegments overwrites it in place: none of the
+ * columns that change is indexed, so with the room migration 0170 leaves on each page
+ * the update is HOT (no index entries), where deleting and re-inserting it added an
+ * entry to each of the table's three indexes per run.
  */
 export async function deleteReplacedSegments(
   client: PoolClient,
   outputs: DeviceOutput[],
 ): Promise<UtilizationContribution[]> {
+  const kept = outputs.flatMap((o) => o.segments.map((segment) => ({ deviceId: o.deviceId, start: segment.start })));
   const removed = await client.query<ContributionRow>(
     `/* worker:deleteSegments */
-     WITH gone AS (${deleteFromReplacePoints('telemetry_segments')} RETURNING s.*)
+     WITH gone AS (${deleteFromReplacePoints(
+       'telemetry_segments',
+       `NOT EXISTS (SELECT FROM unnest($4::uuid[], $5::timestamptz[]) AS k(device_id, start_ts)
+                     WHERE k.device_id = s.device_id AND k.start_ts = s.start_ts)`,
+     )} RETURNING s.*)
      ${contributionsSelect('gone')}`,
-    replacePoints(outputs, 'segments'),
+    [...replacePoints(outputs, 'segments'), kept.map((k) => k.deviceId), kept.map((k) => toTimestamp(k.start))],
   );
   return toContributions(removed.rows, -1);
 }
@@ -284,16 +294,14 @@ export async function insertSegments(
        running = EXCLUDED.running, moving = EXCLUDED.moving, loaded = EXCLUDED.loaded, seconds = EXCLUDED.seconds,
        distance_m = EXCLUDED.distance_m, hourmeter_delta = EXCLUDED.hourmeter_delta, container_cycles = EXCLUDED.container_cycles,
        imu_anomalies = EXCLUDED.imu_anomalies, imu_samples = EXCLUDED.imu_samples, gps_points = EXCLUDED.gps_points`;
-  // deleteReplacedSegments removed every row at or after each device's replace point, so
-  // only a segment starting before it can overwrite a stored row; derivation never writes
-  // one (a carry's replace point is its open segment), and the statement that reads the
-  // rows to be overwritten (`replaced`, one index probe per segment, all sub-statements
-  // seeing the table as before the statement) runs only when some segment does.
-  const overwrites = rows.some((r) => r.segment.start < r.o.replaceFrom.segments);
+  // deleteReplacedSegments left the stored rows whose start comes again (the open
+  // segment, on nearly every run), so the upsert overwrites them: their contributions are
+  // taken away (`replaced`, one index probe per segment, all sub-statements seeing the
+  // table as before the statement) and the new rows' added. Every row written returns
+  // (no "only if changed" condition), so each replaced row has its written one.
   const text = !options.contributions
     ? `/* worker:insertSegments */ ${upsert(input)}`
-    : overwrites
-      ? `/* worker:insertSegmentsOverwriting */
+    : `/* worker:insertSegments */
        WITH input AS (${input}),
        replaced AS (
          SELECT s.* FROM input i
@@ -302,10 +310,7 @@ export async function insertSegments(
        written AS (${upsert('SELECT * FROM input')} RETURNING *)
        SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w
        UNION ALL
-       SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`
-      : `/* worker:insertSegments */
-       WITH written AS (${upsert(input)} RETURNING *)
-       SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w`;
+       SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`;
   const { rows: changes } = await client.query<ContributionRow>(
     text,
     columns(rows, [
