@@ -6,9 +6,10 @@
 -- None of those columns is indexed — the indexes hold device, asset, tenant and start,
 -- which a segment keeps — so the update can be HOT (no new index entries, the old
 -- version pruned within its page) as long as its page has room for the new version.
--- Pages filled to 90 % keep room for about six versions of these ~130-byte rows; the open
--- segments live on the newest pages, and closed ones are never updated, so the room is
--- kept where it is used. Existing pages keep their fill until rewritten.
+-- Pages filled to 90 % keep room for about six versions of these ~130-byte rows. Closed
+-- segments are never updated, so on their pages the room goes unused (the table is about
+-- 10 % larger; docs/derivation.md has the figures). Existing pages keep their fill until
+-- rewritten.
 ALTER TABLE telemetry_segments SET (fillfactor = 90);
 
 -- Down Migration

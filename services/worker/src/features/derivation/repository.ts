@@ -233,28 +233,35 @@ function replacePoints(outputs: DeviceOutput[], kind: keyof DeviceOutput['replac
 }
 
 /**
- * Deletes the segments each device stored from its replace point on that its new
- * segments do not replace by start; returns their utilization contributions (per asset
- * and hour). A stored segment whose start the derivation produces again — the open one,
- * on nearly every run — stays, and insertSegments overwrites it in place: none of the
- * columns that change is indexed, so with the room migration 0170 leaves on each page
- * the update is HOT (no index entries), where deleting and re-inserting it added an
- * entry to each of the table's three indexes per run.
+ * Deletes the segments each device stored from its replace point on, except the one
+ * starting where its new segments start; returns their utilization contributions (per
+ * asset and hour). That segment — the open one, on nearly every run — stays, and
+ * insertSegments overwrites it in place: none of the columns that change is indexed, so
+ * with the room migration 0170 leaves on each page the update is HOT (no index entries),
+ * where deleting and re-inserting it added an entry to each of the table's three indexes
+ * per run. Only that one start is spared (a per-device value, a cheap filter on the rows
+ * the index scan finds): sparing every start a run produces again, through a set of
+ * (device, start) pairs, let the planner rescan that set for each row under a nested
+ * loop and tripled the statement's time in the soak.
  */
 export async function deleteReplacedSegments(
   client: PoolClient,
   outputs: DeviceOutput[],
 ): Promise<UtilizationContribution[]> {
-  const kept = outputs.flatMap((o) => o.segments.map((segment) => ({ deviceId: o.deviceId, start: segment.start })));
   const removed = await client.query<ContributionRow>(
     `/* worker:deleteSegments */
-     WITH gone AS (${deleteFromReplacePoints(
-       'telemetry_segments',
-       `NOT EXISTS (SELECT FROM unnest($4::uuid[], $5::timestamptz[]) AS k(device_id, start_ts)
-                     WHERE k.device_id = s.device_id AND k.start_ts = s.start_ts)`,
-     )} RETURNING s.*)
+     WITH gone AS (
+       DELETE FROM telemetry_segments s
+        USING unnest($1::uuid[], $2::timestamptz[], $4::timestamptz[]) AS d(device_id, from_ts, first_start)
+        WHERE s.device_id = ANY ($1::uuid[]) AND s.start_ts >= $3::timestamptz
+          AND s.device_id = d.device_id AND s.start_ts >= d.from_ts
+          AND s.start_ts IS DISTINCT FROM d.first_start
+       RETURNING s.*)
      ${contributionsSelect('gone')}`,
-    [...replacePoints(outputs, 'segments'), kept.map((k) => k.deviceId), kept.map((k) => toTimestamp(k.start))],
+    [
+      ...replacePoints(outputs, 'segments'),
+      outputs.map((o) => (o.segments.length > 0 ? toTimestamp(Math.min(...o.segments.map((g) => g.start))) : null)),
+    ],
   );
   return toContributions(removed.rows, -1);
 }
