@@ -22,7 +22,6 @@
  * database at the end; --skip-backlog keeps the previous run's derived state (to repeat
  * the load and query phases), --skip-queries stops after the load phase.
  */
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
@@ -42,6 +41,7 @@ import { deriveDirtyDevices, type DerivationDeps } from '../../services/worker/s
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
 import { describeSessionTables, sessionTableStats, type SessionTableStats } from './session-tables.ts';
+import { cpuTimes } from './machine-cpu.ts';
 
 const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
@@ -363,11 +363,10 @@ async function sustainedLoad(pool: Pool, url: string, mode: StorageMode): Promis
   );
 }
 
-/** CPU time the whole machine has spent (user, nice, system, irq, softirq) since boot, from /proc/stat. */
+/** CPU time the whole machine has spent busy since boot, in seconds. */
 function machineCpuSeconds(): number {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq] = fields;
-  return (user! + nice! + system! + irq! + softirq!) / 100;
+  const { idle, total } = cpuTimes();
+  return (total - idle) / 100;
 }
 
 /** The session tables after the phase before: backends publish their counters within 10 s of going idle. */

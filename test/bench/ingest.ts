@@ -37,6 +37,7 @@ import { copyText } from '../../services/ingest/src/storage/encode.ts';
 import { silverColumns, toSilverRow, type DeviceRecord } from '../../services/ingest/src/storage/tables.ts';
 import { copyEncoded, writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
+import { cpuTimes } from './machine-cpu.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200_000);
@@ -51,11 +52,6 @@ const serverUrl =
 const now = () => performance.timeOrigin + performance.now();
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
 const cpuPer = (seconds: number, count: number) => ((seconds * 1e6) / count).toFixed(1);
-
-function cpuTimes(): { idle: number; total: number } {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  return { idle: fields[3]! + fields[4]!, total: fields.reduce((sum, value) => sum + value, 0) };
-}
 
 /** Box CPU busy over a phase, in % of all cores (the machine may be shared). */
 function busyMeter(): () => string {

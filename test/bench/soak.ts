@@ -31,7 +31,6 @@
  * the database for a post-mortem), GANTRY_TEST_DATABASE_URL (the server).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -53,6 +52,7 @@ import { watchLogs, type LogWatch } from './soak/service-logs.ts';
 import { formatRow, tableHeader, type Row } from './soak/table.ts';
 import { judgeFlatness, type Check, type RssPoint } from './soak/verdict.ts';
 import { describeSessionTables, sessionTableStats } from './session-tables.ts';
+import { cpuTimes } from './machine-cpu.ts';
 
 function setting(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -96,13 +96,9 @@ const out = (line = '') => process.stdout.write(`${line}\n`);
 
 /** Box CPU busy since the previous call, in % of all cores (the machine may be shared). */
 function busyMeter(): () => number {
-  const read = () => {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-    return { idle: fields[3]! + fields[4]!, total: fields.reduce((total, value) => total + value, 0) };
-  };
-  let previous = read();
+  let previous = cpuTimes();
   return () => {
-    const current = read();
+    const current = cpuTimes();
     const busy = 100 * (1 - (current.idle - previous.idle) / Math.max(1, current.total - previous.total));
     previous = current;
     return busy;

@@ -4,7 +4,7 @@ import { deviceMessageTypes, readingTypes } from '@gantry/contracts';
 import { dbDirectory, withTransaction, type Pool, type PoolClient, type Queryable } from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { columnArrays, unnestCall, type Cell, type Column } from './encode.ts';
-import { silverColumns } from './tables.ts';
+import { silverCell } from './tables.ts';
 import type { MessageOutcome, ReplayTarget } from './write-batch.ts';
 
 /**
@@ -211,16 +211,6 @@ export function countedMessage(message: ParsedMessage, outcome: MessageOutcome):
   };
 }
 
-const silverIndex = (name: string) => silverColumns.findIndex((column) => column.name === name);
-const SILVER = {
-  tenant: silverIndex('tenant_id'),
-  device: silverIndex('device_id'),
-  asset: silverIndex('asset_id'),
-  type: silverIndex('type'),
-  ts: silverIndex('ts'),
-  gpsValid: silverIndex('gps_valid'),
-};
-
 /**
  * Adds one batch to the counters, inside the batch's transaction and after its rows were
  * written: every message by the outcome its bronze row records, and the silver rows the
@@ -249,19 +239,19 @@ export async function countBatch(
   });
 
   for (const row of storedReadings) {
-    const type = row[SILVER.type] as string;
+    const type = row[silverCell.type] as string;
     const column = readingColumn.get(type);
     // Silver holds only the reading types of the contract; the table has a column for each.
     if (column === undefined) throw new Error(`no counter column for reading type ${type}`);
     const sums = deviceSums(
       devices,
-      row[SILVER.tenant] as string,
-      row[SILVER.device] as string,
-      (row[SILVER.asset] as string | null) ?? null,
-      hourOf(row[SILVER.ts] as number),
+      row[silverCell.tenant] as string,
+      row[silverCell.device] as string,
+      (row[silverCell.asset] as string | null) ?? null,
+      hourOf(row[silverCell.ts] as number),
     );
     sums[column]! += 1;
-    if (row[SILVER.gpsValid] === true) sums[COLUMN.validGps]! += 1;
+    if (row[silverCell.gpsValid] === true) sums[COLUMN.validGps]! += 1;
   }
 
   const deviceRows = devices.sorted();

@@ -1,6 +1,6 @@
 import type { PoolClient } from '@gantry/db';
 import { columnArrays, unnestCall, type Cell, type Column } from './encode.ts';
-import { silverColumns } from './tables.ts';
+import { silverCell } from './tables.ts';
 
 /**
  * PostgreSQL mode keeps positions gold (positions_1min, positions_15min) by differences in
@@ -98,30 +98,19 @@ function note(sum: BucketSum, ts: number, latitude: number, longitude: number): 
   }
 }
 
-const silverIndex = (name: string) => silverColumns.findIndex((column) => column.name === name);
-const SILVER = {
-  tenant: silverIndex('tenant_id'),
-  asset: silverIndex('asset_id'),
-  type: silverIndex('type'),
-  ts: silverIndex('ts'),
-  latitude: silverIndex('latitude'),
-  longitude: silverIndex('longitude'),
-  gpsValid: silverIndex('gps_valid'),
-};
-
 /** The valid fixes of an asset among silver rows a batch stored, as the definition counts them. */
 export function tallyPositions(stored: readonly Cell[][]): PositionTally {
   const tally = new PositionTally();
   for (const row of stored) {
-    if (row[SILVER.gpsValid] !== true || row[SILVER.type] !== 'gps') continue;
-    const assetId = row[SILVER.asset];
+    if (row[silverCell.gpsValid] !== true || row[silverCell.type] !== 'gps') continue;
+    const assetId = row[silverCell.asset];
     if (assetId === null || assetId === undefined) continue;
     tally.add(
-      row[SILVER.tenant] as string,
+      row[silverCell.tenant] as string,
       assetId as string,
-      row[SILVER.ts] as number,
-      row[SILVER.latitude] as number,
-      row[SILVER.longitude] as number,
+      row[silverCell.ts] as number,
+      row[silverCell.latitude] as number,
+      row[silverCell.longitude] as number,
     );
   }
   return tally;
@@ -195,10 +184,10 @@ export async function applyPositionDeltas(client: PoolClient, tally: PositionTal
 export async function logPositionInvalidations(client: PoolClient, stored: readonly Cell[][]): Promise<void> {
   const ranges = new Map<string, { tenantId: string; assetId: string; from: number; to: number }>();
   for (const row of stored) {
-    const assetId = row[SILVER.asset];
-    if (row[SILVER.type] !== 'gps' || assetId === null || assetId === undefined) continue;
-    const minute = bucketOf(row[SILVER.ts] as number, MINUTE_MS);
-    const tenantId = row[SILVER.tenant] as string;
+    const assetId = row[silverCell.asset];
+    if (row[silverCell.type] !== 'gps' || assetId === null || assetId === undefined) continue;
+    const minute = bucketOf(row[silverCell.ts] as number, MINUTE_MS);
+    const tenantId = row[silverCell.tenant] as string;
     const key = `${tenantId}|${assetId}`;
     const range = ranges.get(key);
     if (range === undefined)

@@ -33,6 +33,20 @@ export const silverColumns: readonly Column[] = [
   { name: 'uptime_s', kind: 'int8' },
 ];
 
+const silverIndex = (name: string) => silverColumns.findIndex((column) => column.name === name);
+
+/** Where the cells that the batch's counters and positions read sit in a silver row (toSilverRow). */
+export const silverCell = {
+  tenant: silverIndex('tenant_id'),
+  device: silverIndex('device_id'),
+  asset: silverIndex('asset_id'),
+  type: silverIndex('type'),
+  ts: silverIndex('ts'),
+  latitude: silverIndex('latitude'),
+  longitude: silverIndex('longitude'),
+  gpsValid: silverIndex('gps_valid'),
+};
+
 export interface DeviceRecord {
   id: string;
   tenantId: string;

@@ -1,6 +1,6 @@
 import { deviceMessageTypes, readingTypes, type ReadingType } from '@gantry/contracts';
 import type { Queryable } from '@gantry/db';
-import { assetScopeCondition, SqlParams, type TelemetryScope } from './sql.ts';
+import { SqlParams } from './sql.ts';
 
 // Per-device message and reading counts, read from the hourly counters ingest keeps in
 // the transaction of each batch (services/ingest/src/storage/counters.ts): one row of
@@ -27,16 +27,12 @@ export function wholeHours(range: { from: Date; to: Date }): HourRange {
 }
 
 /**
- * The devices counted: their ids; every device of the assets a key sees (optionally of
- * one asset); the ids a subquery of the same statement selects (`inQuery`, e.g. a CTE's);
- * or every counter row of the tenant (`'tenant'`: no filter by device, so devices of
- * deleted assets are in it too, and the caller keeps the devices it wants).
+ * The devices counted: their ids; the ids a subquery of the same statement selects
+ * (`inQuery`, e.g. a CTE's); or every counter row of the tenant (`'tenant'`: no filter by
+ * device, so devices of deleted assets are in it too, and the caller keeps the devices it
+ * wants).
  */
-type CountedDevices =
-  | string[]
-  | { scope: TelemetryScope; assetId?: string | undefined }
-  | { inQuery: string }
-  | 'tenant';
+type CountedDevices = string[] | { inQuery: string } | 'tenant';
 
 export interface CountsQuery extends HourRange {
   tenantId: string;
@@ -97,12 +93,7 @@ function countedRows(query: CountsQuery, params: SqlParams): string {
       ? ''
       : Array.isArray(devices)
         ? `c.device_id = ANY (${params.add(devices, 'uuid[]')}) AND `
-        : 'inQuery' in devices
-          ? `c.device_id IN (${devices.inQuery}) AND `
-          : `c.device_id IN (SELECT d.id FROM devices d JOIN assets a ON a.id = d.asset_id
-                              WHERE ${assetScopeCondition(params, devices.scope)}${
-                                devices.assetId ? ` AND a.id = ${params.add(devices.assetId, 'uuid')}` : ''
-                              }) AND `;
+        : `c.device_id IN (${devices.inQuery}) AND `;
   return `${byDevice}c.tenant_id = ${params.add(query.tenantId, 'uuid')}
         AND c.bucket >= ${params.add(query.from, 'timestamptz')} AND c.bucket < ${params.add(query.to, 'timestamptz')}`;
 }

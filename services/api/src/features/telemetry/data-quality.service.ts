@@ -65,7 +65,7 @@ interface DeviceRow {
   lastImuAt: string | null;
 }
 
-/** DeviceRow's fields in the order of the statement's arrays. */
+/** A device as the statement reads it: deviceFields' values, in that order. */
 type DeviceArray = [
   string,
   string,
@@ -161,25 +161,26 @@ async function readReport(
   return rows[0]!;
 }
 
+/** DeviceRow's fields in the order of the statement's device arrays (readReport). */
+const deviceFields = [
+  'id',
+  'deviceId',
+  'enabled',
+  'onlineStatus',
+  'assetId',
+  'name',
+  'identifier',
+  'displayCode',
+  'assetTypeName',
+  'lastSeenAt',
+  'lastAdcinAt',
+  'lastGpsAt',
+  'lastHeartbeatAt',
+  'lastImuAt',
+] as const satisfies ReadonlyArray<keyof DeviceRow>;
+
 function toDeviceRow(row: DeviceArray): DeviceRow {
-  const [id, deviceId, enabled, onlineStatus, assetId, name, identifier, displayCode, assetTypeName] = row;
-  const [lastSeenAt, lastAdcinAt, lastGpsAt, lastHeartbeatAt, lastImuAt] = row.slice(9) as Array<string | null>;
-  return {
-    id,
-    deviceId,
-    enabled,
-    onlineStatus,
-    assetId,
-    name,
-    identifier,
-    displayCode,
-    assetTypeName,
-    lastSeenAt: lastSeenAt ?? null,
-    lastAdcinAt: lastAdcinAt ?? null,
-    lastGpsAt: lastGpsAt ?? null,
-    lastHeartbeatAt: lastHeartbeatAt ?? null,
-    lastImuAt: lastImuAt ?? null,
-  };
+  return Object.fromEntries(deviceFields.map((name, index) => [name, row[index]])) as unknown as DeviceRow;
 }
 
 function toRecentError([

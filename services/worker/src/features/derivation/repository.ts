@@ -218,11 +218,19 @@ export interface DeviceOutput {
 
 /**
  * A DELETE of the rows of `table` of the output devices from each one's replace point on
- * (parameters $1–$3: replacePoints). The plain `device_id = ANY` and the earliest start
- * let the planner use the (device_id, start_ts) index and skip old TimescaleDB chunks.
+ * (parameters $1–$3: replacePoints) that meet `condition`, which may use a further value
+ * per device (`perDevice`: its column name in `d` and its array parameter). The plain
+ * `device_id = ANY` and the earliest start let the planner use the (device_id, start_ts)
+ * index and skip old TimescaleDB chunks.
  */
-function deleteFromReplacePoints(table: string, condition = 'true'): string {
-  return `DELETE FROM ${table} s USING unnest($1::uuid[], $2::timestamptz[]) AS d(device_id, from_ts)
+function deleteFromReplacePoints(
+  table: string,
+  condition: string,
+  perDevice?: { column: string; array: string },
+): string {
+  const arrays = ['$1::uuid[]', '$2::timestamptz[]', ...(perDevice ? [perDevice.array] : [])];
+  const columns = ['device_id', 'from_ts', ...(perDevice ? [perDevice.column] : [])];
+  return `DELETE FROM ${table} s USING unnest(${arrays.join(', ')}) AS d(${columns.join(', ')})
            WHERE s.device_id = ANY ($1::uuid[]) AND s.start_ts >= $3::timestamptz
              AND s.device_id = d.device_id AND s.start_ts >= d.from_ts AND ${condition}`;
 }
@@ -250,13 +258,10 @@ export async function deleteReplacedSegments(
 ): Promise<UtilizationContribution[]> {
   const removed = await client.query<ContributionRow>(
     `/* worker:deleteSegments */
-     WITH gone AS (
-       DELETE FROM telemetry_segments s
-        USING unnest($1::uuid[], $2::timestamptz[], $4::timestamptz[]) AS d(device_id, from_ts, first_start)
-        WHERE s.device_id = ANY ($1::uuid[]) AND s.start_ts >= $3::timestamptz
-          AND s.device_id = d.device_id AND s.start_ts >= d.from_ts
-          AND s.start_ts IS DISTINCT FROM d.first_start
-       RETURNING s.*)
+     WITH gone AS (${deleteFromReplacePoints('telemetry_segments', 's.start_ts IS DISTINCT FROM d.first_start', {
+       column: 'first_start',
+       array: '$4::timestamptz[]',
+     })} RETURNING s.*)
      ${contributionsSelect('gone')}`,
     [
       ...replacePoints(outputs, 'segments'),
