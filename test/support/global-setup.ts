@@ -103,6 +103,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
         .update(rows[0]?.versions ?? '')
         .digest('hex');
       templates.timescaledb = await ensureTemplate(admin, 'timescaledb', versioned.slice(0, 10));
+    } else if (process.env.GANTRY_TEST_TIMESCALEDB === 'required') {
+      // CI installs TimescaleDB and asks for both modes: a silent skip would hide half the suite.
+      throw new Error(`GANTRY_TEST_TIMESCALEDB=required, but ${availability.reason}`);
     } else console.info(`[gantry tests] TimescaleDB mode skipped: ${availability.reason}`);
   }
   await admin.end();
