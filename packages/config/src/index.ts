@@ -28,6 +28,12 @@ export const environmentSchema = z.object({
   GANTRY_MQTT_PORT: port.default(1883),
   GANTRY_MQTT_USERNAME: z.string().optional(),
   GANTRY_MQTT_PASSWORD: z.string().optional(),
+  GANTRY_INGEST_SOURCE: z.enum(['mqtt', 'nats']).default('mqtt'),
+  GANTRY_NATS_URLS: z
+    .string()
+    .regex(/^(nats:\/\/)?[^\s,]+(,(nats:\/\/)?[^\s,]+)*$/, 'a comma-separated list of nats:// URLs')
+    .optional(),
+  GANTRY_NATS_REPLICAS: positiveInt.default(3),
   GANTRY_HOST: z.string().min(1).default('0.0.0.0'),
   GANTRY_PORT: port.default(8080),
   GANTRY_PUBLIC_URL: z.url().optional(),
@@ -132,6 +138,12 @@ export interface Config {
     username: string | undefined;
     password: string | undefined;
   };
+  /** The clustered path (docs/ingest.md, "Clustered brokers"): ingest reads a JetStream consumer instead of MQTT. */
+  nats: {
+    urls: string[];
+    /** Replicas of the durable consumer (and of the MQTT messages stream, should ingest have to create it). */
+    replicas: number;
+  };
   http: {
     host: string;
     port: number;
@@ -145,6 +157,8 @@ export interface Config {
   ingest: {
     batchSize: number;
     batchMs: number;
+    /** Where ingest reads device messages: one MQTT broker, or a NATS cluster's JetStream. */
+    source: 'mqtt' | 'nats';
     sharedGroup: string;
     clientId: string | undefined;
     maxPayloadBytes: number;
@@ -242,6 +256,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       username: e.GANTRY_MQTT_USERNAME,
       password: e.GANTRY_MQTT_PASSWORD,
     },
+    nats: {
+      urls: e.GANTRY_NATS_URLS?.split(',') ?? [],
+      replicas: e.GANTRY_NATS_REPLICAS,
+    },
     http: {
       host: e.GANTRY_HOST,
       port: e.GANTRY_PORT,
@@ -258,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingest: {
       batchSize: e.GANTRY_INGEST_BATCH_SIZE,
       batchMs: e.GANTRY_INGEST_BATCH_MS,
+      source: e.GANTRY_INGEST_SOURCE,
       sharedGroup: e.GANTRY_INGEST_SHARED_GROUP,
       clientId: e.GANTRY_INGEST_CLIENT_ID,
       maxPayloadBytes: e.GANTRY_INGEST_MAX_PAYLOAD_BYTES,

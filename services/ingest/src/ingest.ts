@@ -4,7 +4,8 @@ import type { Pool, StorageMode } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { Batcher } from './batcher.ts';
 import { ingestMetrics, noteReceivedMessage } from './metrics.ts';
-import { openIngestConnection, type IngestConnection } from './mqtt/connection.ts';
+import { openIngestConnection } from './mqtt/connection.ts';
+import { openNatsSource, type NatsSource } from './nats/jetstream-source.ts';
 import { parseMessage, type TimeBounds } from './pipeline/steps.ts';
 
 export interface IngestDeps {
@@ -43,7 +44,8 @@ export function timeBounds(config: Config, now: number): TimeBounds {
 }
 
 /**
- * Starts the MQTT ingest: subscribes (persistent session, QoS 1), runs every message
+ * Starts the ingest: subscribes over MQTT (persistent session, QoS 1), or pulls from a
+ * NATS cluster's JetStream with GANTRY_INGEST_SOURCE=nats, runs every message
  * through the parse steps, writes batches (bronze + silver + device_state +
  * derivation_queue in one transaction) and acknowledges each message after its batch
  * committed. Resolves once subscribed.
@@ -51,8 +53,6 @@ export function timeBounds(config: Config, now: number): TimeBounds {
 export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
   const { config, pool } = deps;
   const logger = deps.logger.child({ component: 'ingest' });
-  const url = config.mqtt.url;
-  if (!url) throw new Error('ingest needs an MQTT broker: set GANTRY_MQTT_URL');
   const settings = config.ingest;
 
   const batcher = new Batcher({
@@ -67,38 +67,61 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
   });
 
   const parseOptions = { maxPayloadBytes: settings.maxPayloadBytes, bounds: timeBounds(config, Date.now()) };
-  const connection: IngestConnection = await openIngestConnection({
-    url,
-    username: config.mqtt.username,
-    password: config.mqtt.password,
-    clientId: ingestClientId(config),
-    sharedGroup: settings.sharedGroup,
-    sessionExpirySeconds: settings.sessionExpirySeconds,
-    maxInFlight: settings.maxInFlight,
-    maxInFlightBytes: settings.maxInFlightBytes,
-    connectTimeoutMs: 30_000,
-    logger,
-    onFatal(error) {
-      logger.error({ err: { name: error.name, message: error.message } }, error.message);
-      batcher.abortRetries();
-      if (deps.onFatal) return deps.onFatal(error);
-      // Also on stderr: the log may be JSON on stdout, read by nobody at this moment.
-      process.stderr.write(`gantry ingest stopped: ${error.message}\n`);
-      process.exit(1);
-    },
-    onPacket(packet, settle) {
-      const receivedAt = Date.now();
-      const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-      // One options object for every message (parseMessage keeps no reference to it): only the clock moves.
-      parseOptions.bounds.now = receivedAt;
-      const message = parseMessage({ topic: packet.topic, payload, receivedAt }, parseOptions);
-      noteReceivedMessage(message.messageType ?? 'unknown');
-      if (packet.dup) ingestMetrics.redelivered.inc();
-      batcher.add({ message, settle });
-    },
-    // Nothing arrives while the window is full: waiting out the batch window would stall ingest.
-    onFull: () => batcher.seal(),
-  });
+  const receive = (topic: string, payload: Buffer, redelivered: boolean, settle: () => void) => {
+    const receivedAt = Date.now();
+    // One options object for every message (parseMessage keeps no reference to it): only the clock moves.
+    parseOptions.bounds.now = receivedAt;
+    const message = parseMessage({ topic, payload, receivedAt }, parseOptions);
+    noteReceivedMessage(message.messageType ?? 'unknown');
+    if (redelivered) ingestMetrics.redelivered.inc();
+    batcher.add({ message, settle });
+  };
+  // Nothing arrives while the window is full: waiting out the batch window would stall ingest.
+  const onFull = () => batcher.seal();
+  const connection: NatsSource =
+    settings.source === 'nats'
+      ? await openNatsSource({
+          servers: config.nats.urls,
+          replicas: config.nats.replicas,
+          name: ingestClientId(config),
+          maxInFlight: settings.maxInFlight,
+          maxInFlightBytes: settings.maxInFlightBytes,
+          connectTimeoutMs: 60_000,
+          logger,
+          onMessage: (message, settle) => receive(message.topic, message.payload, message.redelivered, settle),
+          onFull,
+        })
+      : await openMqttSource();
+
+  async function openMqttSource(): Promise<NatsSource> {
+    const url = config.mqtt.url;
+    if (!url) throw new Error('ingest needs an MQTT broker: set GANTRY_MQTT_URL');
+    return openIngestConnection({
+      url,
+      username: config.mqtt.username,
+      password: config.mqtt.password,
+      clientId: ingestClientId(config),
+      sharedGroup: settings.sharedGroup,
+      sessionExpirySeconds: settings.sessionExpirySeconds,
+      maxInFlight: settings.maxInFlight,
+      maxInFlightBytes: settings.maxInFlightBytes,
+      connectTimeoutMs: 30_000,
+      logger,
+      onFatal(error) {
+        logger.error({ err: { name: error.name, message: error.message } }, error.message);
+        batcher.abortRetries();
+        if (deps.onFatal) return deps.onFatal(error);
+        // Also on stderr: the log may be JSON on stdout, read by nobody at this moment.
+        process.stderr.write(`gantry ingest stopped: ${error.message}\n`);
+        process.exit(1);
+      },
+      onPacket(packet, settle) {
+        const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+        receive(packet.topic, payload, packet.dup, settle);
+      },
+      onFull,
+    });
+  }
   logger.info(
     {
       storageMode: deps.storageMode,

@@ -18,7 +18,10 @@ async function main(): Promise<void> {
     v8.setFlagsFromString(`--heap-growing-percent=${config.ingest.heapGrowthPercent}`);
   const logger = createLogger({ ...config.log, name: 'gantry-ingest' });
   if (!config.databaseUrl) throw new Error('GANTRY_DATABASE_URL is required to run ingest on its own');
-  if (!config.mqtt.url) throw new Error('GANTRY_MQTT_URL is required to run ingest on its own');
+  if (config.ingest.source === 'mqtt' && !config.mqtt.url)
+    throw new Error('GANTRY_MQTT_URL is required to run ingest on its own');
+  if (config.ingest.source === 'nats' && config.nats.urls.length === 0)
+    throw new Error('GANTRY_NATS_URLS is required with GANTRY_INGEST_SOURCE=nats');
   collectDefaultMetrics();
   const { pool, storageMode } = await openDatabase(
     { ...config, databaseUrl: config.databaseUrl },
@@ -31,7 +34,7 @@ async function main(): Promise<void> {
     port: config.ingest.metricsPort,
     health: () => ({
       healthy: ingest.isConnected(),
-      detail: { mqtt: ingest.isConnected() ? 'connected' : 'disconnected' },
+      detail: { [config.ingest.source]: ingest.isConnected() ? 'connected' : 'disconnected' },
     }),
   });
   logger.info({ port: metrics.port }, 'ingest metrics and health listening');

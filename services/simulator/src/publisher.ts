@@ -12,6 +12,12 @@ import { generate, parser as packetParser, type IPublishPacket, type Packet } fr
  */
 export interface PublisherOptions {
   mqttUrl: string;
+  /**
+   * The nodes of a clustered broker, as a device given a list of URLs uses them:
+   * connection i starts on node i mod n and, each time its connection drops, tries the
+   * next one (resending what was not acknowledged there). Replaces mqttUrl.
+   */
+  mqttUrls?: string[];
   username?: string | undefined;
   password?: string | undefined;
   /** Parallel connections; a topic always uses the same one, so a device's messages stay in order. */
@@ -64,12 +70,21 @@ class Connection {
   private reconnectAttempts = 0;
   private corked: Buffer[] = [];
   private corkQueued = false;
+  private urlIndex: number;
 
   constructor(
     private readonly options: PublisherOptions & { clientId: string },
     private readonly window: number,
     private readonly stats: PublisherStats,
-  ) {}
+    firstUrl = 0,
+  ) {
+    this.urlIndex = firstUrl;
+  }
+
+  private url(): URL {
+    const urls = this.options.mqttUrls ?? [this.options.mqttUrl];
+    return new URL(urls[this.urlIndex % urls.length]!);
+  }
 
   /**
    * Opens a connection. The first one rejects when the broker cannot be reached or
@@ -79,7 +94,7 @@ class Connection {
    */
   connect(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const url = new URL(this.options.mqttUrl);
+      const url = this.url();
       const port = Number(url.port || (url.protocol === 'mqtts:' ? 8883 : 1883));
       const host = url.hostname;
       const socket =
@@ -127,6 +142,8 @@ class Connection {
         // Writes queued for this socket are dropped: their messages are still in the window.
         this.corked = [];
         if (!acknowledged) reject(new Error('the connection to the broker closed before its CONNACK'));
+        // With several nodes the next attempt goes to the next one: the node may be dead.
+        this.urlIndex += 1;
         if (this.everConnected) this.scheduleReconnect();
       });
       socket.on('connect', () => {
@@ -250,7 +267,7 @@ export async function createPublisher(options: PublisherOptions): Promise<Publis
   const prefix = options.clientIdPrefix ?? `gantry-sim-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const connections = Array.from(
     { length: count },
-    (_, index) => new Connection({ ...options, clientId: `${prefix}-${index}` }, window, stats),
+    (_, index) => new Connection({ ...options, clientId: `${prefix}-${index}` }, window, stats, index),
   );
   await Promise.all(connections.map((connection) => connection.connect()));
   return {
