@@ -1,16 +1,17 @@
 /**
  * Child process of the ingest benchmark: a plain mqtt.js QoS 1 subscriber (automatic
  * PUBACK, no database) that counts messages, to measure what the broker relays.
- * Env: MQTT_URL, EXPECT. Prints "ready" once subscribed, then one JSON line when done.
+ * Env: MQTT_URL, EXPECT, MQTT_PROTOCOL_VERSION (5; 4 for brokers speaking MQTT 3.1.1 only, as NATS). Prints "ready" once subscribed, then one JSON line when done.
  */
 import mqtt from 'mqtt';
 
 const expected = Number(process.env.EXPECT);
+const version = process.env.MQTT_PROTOCOL_VERSION === '4' ? 4 : 5;
 const client = mqtt.connect(process.env.MQTT_URL!, {
-  protocolVersion: 5,
+  protocolVersion: version,
   clean: true,
   clientId: `gantry-bench-plain-${process.pid}`,
-  properties: { receiveMaximum: 20000 },
+  ...(version === 5 ? { properties: { receiveMaximum: 20000 } } : {}),
   reconnectPeriod: 0,
   log: () => undefined,
 });

@@ -16,8 +16,14 @@
  * Env: GANTRY_BENCH_DATABASE_URL (default the test server), BENCH_MESSAGES (200000),
  * BENCH_DEVICES (300), BENCH_NAIVE_SECONDS (15), BENCH_STORAGE_MODE (auto),
  * BENCH_PROFILE_DIR (CPU profile of the ingest process), BENCH_INGEST_NODE_FLAGS (e.g. heap sizes).
+ *
+ * BENCH_BROKER=nats measures the clustered path instead (docs/ingest.md, "Clustered
+ * brokers"), on a private three-node NATS cluster from deploy/nats/node.conf, in one run:
+ * the cluster's relay (simulator → cluster → a plain MQTT QoS 1 subscriber), then
+ * Gantry end to end with 1 and with 2 ingest processes sharing the JetStream consumer.
+ * BENCH_MESSAGES defaults to 50,000 there.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -37,10 +43,12 @@ import { copyText } from '../../services/ingest/src/storage/encode.ts';
 import { silverColumns, toSilverRow, type DeviceRecord } from '../../services/ingest/src/storage/tables.ts';
 import { copyEncoded, writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
+import { natsServerPath, startNatsCluster, type NatsCluster } from '../support/nats-cluster.ts';
 import { cpuTimes } from './machine-cpu.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
-const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200_000);
+const NATS = process.env.BENCH_BROKER === 'nats';
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? (NATS ? 50_000 : 200_000));
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 300);
 const NAIVE_SECONDS = Number(process.env.BENCH_NAIVE_SECONDS ?? 15);
 const STORAGE_MODE = (process.env.BENCH_STORAGE_MODE ?? 'auto') as RequestedStorageMode;
@@ -237,7 +245,147 @@ async function truncate(pool: Pool): Promise<void> {
   );
 }
 
+/** Starts a standalone ingest process and waits for its /healthz. */
+async function startIngestProcess(env: Record<string, string>, nodeOptions: string[] = []): Promise<Child> {
+  const port = await freePort();
+  const ingest = startChild(
+    'services/ingest/src/main.ts',
+    { ...env, GANTRY_INGEST_METRICS_PORT: String(port) },
+    nodeOptions,
+  );
+  for (let attempt = 0; ; attempt += 1) {
+    const status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.status,
+      () => 0,
+    );
+    if (status === 200) return ingest;
+    if (ingest.process.exitCode !== null || attempt > 1200)
+      throw new Error(`ingest did not start: ${ingest.lines.slice(-5).join('\n')}`);
+    await sleep(100);
+  }
+}
+
+/** BENCH_BROKER=nats: relay, then 1 and 2 ingest processes, on a three-node NATS cluster. */
+async function natsClusterBench(): Promise<void> {
+  const loadAtStart = os.loadavg();
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  const database = `gantry_bench_nats_${randomBytes(3).toString('hex')}_test`;
+  await admin.query(`CREATE DATABASE ${database}`);
+  const databaseUrl = withDatabase(serverUrl, database);
+  let cluster: NatsCluster | null = null;
+  const children: Child[] = [];
+  let pool: Pool | null = null;
+  try {
+    process.stderr.write(`migrating ${database}, starting 3 NATS nodes…\n`);
+    const { storageMode } = await migrateDatabase(databaseUrl, {
+      storageMode: STORAGE_MODE,
+      retention: { bronzeDays: 14, readingDays: 400 },
+    });
+    pool = createPool(databaseUrl, { max: 4, applicationName: 'gantry-bench' });
+    const run = randomBytes(2).toString('hex');
+    const deviceIds = Array.from(
+      { length: DEVICES },
+      (_, index) => `bench-${run}-${String(index + 1).padStart(4, '0')}`,
+    );
+    await provision(pool, deviceIds);
+    cluster = await startNatsCluster(3);
+    const start = Date.now() - 6 * 3_600_000;
+    const traffic = (seed: number): SimulatedMessage[] => [
+      ...fleetTraffic({ deviceIds, count: MESSAGES, start: start + seed * 3_600_000, stepMs: 20, seed }),
+    ];
+    // Devices spread over the nodes: two connections starting on each.
+    const publisher = await createPublisher({
+      mqttUrl: cluster.mqttUrls[0]!,
+      mqttUrls: cluster.mqttUrls,
+      connections: 6,
+      window: 1000,
+    });
+
+    // The cluster's relay: a plain QoS 1 subscriber on another node than most publishers.
+    const plain = startChild('test/bench/ingest-plain-subscriber.ts', {
+      MQTT_URL: cluster.mqttUrls[1]!,
+      MQTT_PROTOCOL_VERSION: '4',
+      EXPECT: String(MESSAGES),
+    });
+    children.push(plain);
+    await plain.waitFor(/^ready$/);
+    let meter = busyMeter();
+    let published = now();
+    await publishMessages(publisher, traffic(1));
+    const relay = JSON.parse(await plain.waitFor(/^\{/, 600_000)) as { received: number; lastAt: number };
+    const relayRate = relay.received / ((relay.lastAt - published) / 1000);
+    const relayLoad = meter();
+    await plain.stop();
+
+    const ingestEnv = {
+      GANTRY_DATABASE_URL: databaseUrl,
+      GANTRY_INGEST_SOURCE: 'nats',
+      GANTRY_NATS_URLS: cluster.natsUrls.join(','),
+      GANTRY_RUN_MIGRATIONS: 'false',
+      GANTRY_LOG_LEVEL: 'warn',
+      GANTRY_LOG_FORMAT: 'json',
+      GANTRY_HOST: '127.0.0.1',
+    };
+    const rates: Array<{ processes: number; rate: number; load: string }> = [];
+    for (const processes of [1, 2]) {
+      await truncate(pool);
+      while (children.filter((child) => child !== plain).length < processes)
+        children.push(
+          await startIngestProcess({
+            ...ingestEnv,
+            GANTRY_INGEST_CLIENT_ID: `gantry-bench-ingest-${run}-${children.length}`,
+          }),
+        );
+      meter = busyMeter();
+      published = now();
+      await publishMessages(publisher, traffic(1 + processes));
+      const done = await whenCount(pool, 'telemetry_readings', MESSAGES);
+      rates.push({ processes, rate: MESSAGES / ((done - published) / 1000), load: meter() });
+    }
+    await publisher.close();
+    console.log(
+      [
+        '',
+        `Ingest benchmark on a three-node NATS cluster (deploy/nats/node.conf, nats-server ${natsVersion()}) — ${fmt(MESSAGES)} QoS 1 messages from ${DEVICES} devices over 6 connections spread over the nodes, ${storageMode} mode`,
+        `machine: ${os.cpus().length} cores, load average ${loadAtStart.map((value) => value.toFixed(1)).join(' / ')} at start (shared machine: figures are indicative)`,
+        '',
+        `cluster relay (plain MQTT QoS 1 subscriber, no database) ${fmt(relayRate).padStart(8)} msg/s   [${relayLoad}]`,
+        ...rates.map(
+          ({ processes, rate, load }) =>
+            `Gantry end to end, ${processes} ingest process${processes === 1 ? ' ' : 'es'}           ${fmt(rate).padStart(8)} msg/s   = ${(rate / relayRate).toFixed(2)} × relay   [${load}]`,
+        ),
+        `load average at the end ${os
+          .loadavg()
+          .map((value) => value.toFixed(1))
+          .join(' / ')}`,
+      ].join('\n'),
+    );
+  } finally {
+    const watchdog = setTimeout(() => {
+      console.error(`cleanup did not finish within ${CLEANUP_MS / 1000} s; exiting (database ${database} may be left)`);
+      process.exit(1);
+    }, CLEANUP_MS);
+    watchdog.unref();
+    for (const child of children) await child.stop();
+    await cluster?.stop();
+    await pool?.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+function natsVersion(): string {
+  const binary = natsServerPath();
+  return binary
+    ? execFileSync(binary, ['--version'], { encoding: 'utf8' })
+        .trim()
+        .replace(/^nats-server: /, '')
+    : '?';
+}
+
 async function main(): Promise<void> {
+  if (NATS) return natsClusterBench();
   const loadAtStart = os.loadavg();
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();

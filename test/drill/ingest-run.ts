@@ -74,6 +74,28 @@ async function count(pool: Pool, sql: string): Promise<number | null> {
   }
 }
 
+/**
+ * What the database holds against the plan in drill_expected: readings lost, duplicated
+ * (rows − distinct keys), unexpected, and bronze by status.
+ */
+export async function storedCounts(pool: Pool): Promise<Record<string, number>> {
+  const { rows } = await pool.query<Record<string, string>>(
+    `SELECT (SELECT count(*) FROM drill_expected) AS expected,
+            (SELECT count(*) FROM telemetry_readings) AS rows,
+            (SELECT count(*) FROM (SELECT DISTINCT device_id, type, ts FROM telemetry_readings) k) AS distinct_keys,
+            (SELECT count(*) FROM drill_expected e WHERE NOT EXISTS (
+               SELECT 1 FROM telemetry_readings r WHERE r.device_id = e.device_id AND r.type = e.type AND r.ts = e.ts)) AS lost,
+            (SELECT count(*) FROM telemetry_readings r WHERE NOT EXISTS (
+               SELECT 1 FROM drill_expected e WHERE e.device_id = r.device_id AND e.type = r.type AND e.ts = r.ts)) AS unexpected,
+            (SELECT coalesce(sum(reading_count), 0) FROM device_messages) AS bronze_readings,
+            (SELECT count(*) FROM device_messages) AS bronze_rows,
+            (SELECT count(*) FROM device_messages WHERE status = 'accepted') AS accepted,
+            (SELECT count(*) FROM device_messages WHERE status = 'duplicate') AS duplicate,
+            (SELECT count(*) FROM device_messages WHERE status IN ('rejected', 'partial')) AS rejected`,
+  );
+  return Object.fromEntries(Object.entries(rows[0]!).map(([key, value]) => [key, Number(value)]));
+}
+
 export async function runIngestDrill(
   options: IngestDrillOptions,
   faults: (system: RunningSystem) => Promise<void>,
@@ -259,21 +281,7 @@ export async function runIngestDrill(
     'worker exit': String(workerExit.code ?? workerExit.signal),
   });
 
-  const { rows } = await pool.query<Record<string, string>>(
-    `SELECT (SELECT count(*) FROM drill_expected) AS expected,
-            (SELECT count(*) FROM telemetry_readings) AS rows,
-            (SELECT count(*) FROM (SELECT DISTINCT device_id, type, ts FROM telemetry_readings) k) AS distinct_keys,
-            (SELECT count(*) FROM drill_expected e WHERE NOT EXISTS (
-               SELECT 1 FROM telemetry_readings r WHERE r.device_id = e.device_id AND r.type = e.type AND r.ts = e.ts)) AS lost,
-            (SELECT count(*) FROM telemetry_readings r WHERE NOT EXISTS (
-               SELECT 1 FROM drill_expected e WHERE e.device_id = r.device_id AND e.type = r.type AND e.ts = r.ts)) AS unexpected,
-            (SELECT coalesce(sum(reading_count), 0) FROM device_messages) AS bronze_readings,
-            (SELECT count(*) FROM device_messages) AS bronze_rows,
-            (SELECT count(*) FROM device_messages WHERE status = 'accepted') AS accepted,
-            (SELECT count(*) FROM device_messages WHERE status = 'duplicate') AS duplicate,
-            (SELECT count(*) FROM device_messages WHERE status IN ('rejected', 'partial')) AS rejected`,
-  );
-  const c = Object.fromEntries(Object.entries(rows[0]!).map(([key, value]) => [key, Number(value)]));
+  const c = await storedCounts(pool);
   const duplicated = c.rows! - c.distinct_keys!;
   report.count('readings published (distinct keys)', c.expected!);
   report.count('messages acknowledged by the broker', published);

@@ -6,14 +6,18 @@
  *   postgres-restart  a private PostgreSQL stopped for DRILL_POSTGRES_DOWN_SECONDS mid-run
  *   broker-restart    the broker restarted, then down for DRILL_BROKER_DOWN_SECONDS, mid-run
  *   webhook-down      the webhook receiver down for DRILL_WEBHOOK_DOWN_SECONDS while events flow
+ *   broker-node       a NATS cluster node, then an ingest process, SIGKILLed while devices publish
+ *                     (only when named: it needs nats-server)
  *
  * Env: DRILL_MESSAGES (1,000,000 readings per ingest drill), DRILL_DEVICES (500),
  * DRILL_POSTGRES_DOWN_SECONDS (10), DRILL_BROKER_DOWN_SECONDS (10),
- * DRILL_WEBHOOK_DOWN_SECONDS (120), GANTRY_TEST_DATABASE_URL (the server for the
+ * DRILL_WEBHOOK_DOWN_SECONDS (120), DRILL_BROKER_NODE_RATE (1,000 msg/s) and
+ * DRILL_BROKER_NODE_SECONDS (60) for broker-node, GANTRY_TEST_DATABASE_URL (the server for the
  * drills' databases, default postgresql://postgres@127.0.0.1:5432).
  */
 import os from 'node:os';
 import { killAllServices } from '../support/processes.ts';
+import { brokerNodeDrill } from './drills/broker-node.ts';
 import { brokerRestartDrill } from './drills/broker-restart.ts';
 import { killDrill } from './drills/kill.ts';
 import { postgresRestartDrill } from './drills/postgres-restart.ts';
@@ -24,6 +28,8 @@ interface Drill {
   name: string;
   title: (context: { messages: number }) => string;
   run: (context: DrillContext) => Promise<void>;
+  /** Run only when named (it needs more than the tests do). */
+  onRequest?: boolean;
 }
 
 const drills: Drill[] = [
@@ -43,6 +49,12 @@ const drills: Drill[] = [
     run: brokerRestartDrill,
   },
   { name: 'webhook-down', title: () => 'webhook receiver down while events are produced', run: webhookDownDrill },
+  {
+    name: 'broker-node',
+    title: () => 'a node of a three-node NATS cluster, then one of two ingest processes, killed mid-stream',
+    run: brokerNodeDrill,
+    onRequest: true,
+  },
 ];
 
 function positiveInt(name: string, fallback: number): number {
@@ -60,7 +72,10 @@ async function main(): Promise<number> {
     console.error(`unknown drill: ${unknown.join(', ')}; drills: ${drills.map((drill) => drill.name).join(', ')}`);
     return 2;
   }
-  const selected = names.length === 0 ? drills : drills.filter((drill) => names.includes(drill.name));
+  const selected =
+    names.length === 0
+      ? drills.filter((drill) => !drill.onRequest)
+      : drills.filter((drill) => names.includes(drill.name));
   const messages = positiveInt('DRILL_MESSAGES', 1_000_000);
   const devices = Math.min(positiveInt('DRILL_DEVICES', 500), messages);
 
@@ -76,7 +91,7 @@ async function main(): Promise<number> {
     });
   }
 
-  const ingestDrills = selected.some((drill) => drill.name !== 'webhook-down');
+  const ingestDrills = selected.some((drill) => drill.name !== 'webhook-down' && drill.name !== 'broker-node');
   console.log(
     `gantry drills: ${selected.map((drill) => drill.name).join(', ')} — ` +
       (ingestDrills ? `${fmt(messages)} readings from ${fmt(devices)} devices per ingest drill; ` : '') +

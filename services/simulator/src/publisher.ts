@@ -34,6 +34,8 @@ export interface PublisherStats {
   acked: number;
   /** Connections re-established after a drop (each resends the window); createPublisher always counts it. */
   reconnects?: number;
+  /** Messages sent again after a reconnect because they had not been acknowledged; createPublisher always counts it. */
+  resent?: number;
 }
 
 export interface Publisher {
@@ -117,6 +119,7 @@ class Connection {
           // Resend, in publish order, whatever is unacknowledged: left by the previous
           // connection, or published while there was none.
           for (const inflight of this.inflight.values()) this.write(generate({ ...inflight, dup: true }, protocol));
+          this.stats.resent = (this.stats.resent ?? 0) + this.inflight.size;
           this.ping = setInterval(() => this.write(generate({ cmd: 'pingreq' }, protocol)), 30_000);
           this.ping.unref();
           resolve();
@@ -263,7 +266,7 @@ function topicHash(topic: string): number {
 export async function createPublisher(options: PublisherOptions): Promise<Publisher> {
   const count = Math.max(1, options.connections ?? 1);
   const window = Math.max(1, options.window ?? 1000);
-  const stats: PublisherStats = { sent: 0, acked: 0, reconnects: 0 };
+  const stats: PublisherStats = { sent: 0, acked: 0, reconnects: 0, resent: 0 };
   const prefix = options.clientIdPrefix ?? `gantry-sim-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const connections = Array.from(
     { length: count },
