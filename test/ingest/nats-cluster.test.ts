@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublisher, encodeMessage, fleetTraffic, publishMessages, type Publisher } from '@gantry/simulator';
+import {
+  createPublisher,
+  encodeMessage,
+  fleetTraffic,
+  publishMessages,
+  type Publisher,
+  type PublisherOptions,
+} from '@gantry/simulator';
 import { MQTT_STREAM } from '../../services/ingest/src/nats/jetstream-source.ts';
 import { counterDrift, counterTables } from '../../services/ingest/src/storage/counters.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -39,6 +46,21 @@ async function streamLeader(cluster: NatsCluster): Promise<number> {
   }
 }
 
+/** A publisher once its node's gateway accepts it (a JetStream election may be under way after a kill). */
+async function connectPublisher(options: PublisherOptions): Promise<Publisher> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      const publisher = await createPublisher(options);
+      publishers.push(publisher);
+      return publisher;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(500);
+    }
+  }
+}
+
 describe.skipIf(natsServerPath() === null)('ingest behind a three-node NATS cluster', () => {
   beforeAll(async () => {
     db = await createTestDatabase('ingest_nats');
@@ -66,13 +88,12 @@ describe.skipIf(natsServerPath() === null)('ingest behind a three-node NATS clus
     const deviceIds = uniqueDeviceIds(30, 'nats');
     await provisionFleetBulk(pool, deviceIds, 'NATS cluster terminal');
     // Three connections, one starting on each node; each moves to the next node when its own dies.
-    const publisher = await createPublisher({
+    const publisher = await connectPublisher({
       mqttUrl: cluster!.mqttUrls[0]!,
       mqttUrls: cluster!.mqttUrls,
       connections: 3,
       window: 200,
     });
-    publishers.push(publisher);
     const traffic = fleetTraffic({ deviceIds, count: MESSAGES, start: Date.now() - 3_600_000 });
     const publishing = publishMessages(publisher, traffic, { rate: 400 });
     await waitFor(
@@ -122,8 +143,7 @@ describe.skipIf(natsServerPath() === null)('ingest behind a three-node NATS clus
     const alive = cluster!.nodes.flatMap((node, index) => (node.running() ? [index] : []));
     expect(alive).toHaveLength(2);
     const [kept, stopped] = alive as [number, number];
-    const publisher = await createPublisher({ mqttUrl: cluster!.mqttUrls[kept]! });
-    publishers.push(publisher);
+    const publisher = await connectPublisher({ mqttUrl: cluster!.mqttUrls[kept]! });
     await cluster!.kill(stopped);
 
     const [message] = [...fleetTraffic({ deviceIds: [deviceId!], count: 1, start: Date.now() - 60_000 })];

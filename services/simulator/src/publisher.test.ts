@@ -92,7 +92,7 @@ describe('simulator publisher across a broker outage', () => {
     await broker.up();
 
     await until('every message acknowledged', () => publisher!.stats.acked === 15);
-    expect(publisher.stats).toEqual({ sent: 15, acked: 15, reconnects: 1 });
+    expect(publisher.stats).toEqual({ sent: 15, acked: 15, reconnects: 1, resent: 10 });
     const payloads = new Set(broker.received.map((message) => message.payload));
     for (let i = 0; i < 10; i += 1) expect(payloads.has(`during-${i}`)).toBe(true);
     expect(broker.connects()).toBe(2);
@@ -118,7 +118,7 @@ describe('simulator publisher across a broker outage', () => {
     await fifth;
     await publisher.flush();
 
-    expect(publisher.stats).toEqual({ sent: 5, acked: 5, reconnects: 1 });
+    expect(publisher.stats).toEqual({ sent: 5, acked: 5, reconnects: 1, resent: 4 });
     const resent = broker.received.slice(4);
     expect(resent.slice(0, 4)).toEqual([0, 1, 2, 3].map((i) => ({ payload: `unacked-${i}`, dup: true })));
     expect(resent.map((message) => message.payload)).toContain('fifth');

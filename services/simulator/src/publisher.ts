@@ -34,7 +34,10 @@ export interface PublisherStats {
   acked: number;
   /** Connections re-established after a drop (each resends the window); createPublisher always counts it. */
   reconnects?: number;
-  /** Messages sent again after a reconnect because they had not been acknowledged; createPublisher always counts it. */
+  /**
+   * Messages written on a reconnect because no PUBACK had come for them: left by the
+   * dropped connection, or published while there was none; createPublisher always counts it.
+   */
   resent?: number;
 }
 
