@@ -198,9 +198,9 @@ export async function openNatsSource(options: NatsSourceOptions): Promise<NatsSo
         const batch = Math.min(PULL_SIZE, options.maxInFlight - unacked);
         const messages = await consumer.fetch({ max_messages: batch, expires: PULL_EXPIRES_MS });
         for await (const message of messages) {
-          // Left unacknowledged once paused: the cluster delivers it again after ACK_WAIT.
-          if (paused) break;
-          deliver(message);
+          // Pulled after the stop began: handed back at once rather than after ACK_WAIT.
+          if (paused) message.nak();
+          else deliver(message);
         }
       } catch (error) {
         if (paused || connection.isClosed()) break;
@@ -223,9 +223,10 @@ export async function openNatsSource(options: NatsSourceOptions): Promise<NatsSo
     async close() {
       paused = true;
       freed?.();
+      // The open pull ends by itself within PULL_EXPIRES_MS; closing under it only logs noise.
+      await Promise.race([pulling, sleep(2 * PULL_EXPIRES_MS)]);
       await connection.flush().catch(() => undefined);
       await connection.close();
-      await pulling;
       ingestMetrics.connected.set(0);
     },
   };
