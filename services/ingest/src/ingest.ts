@@ -4,8 +4,8 @@ import type { Pool, StorageMode } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { Batcher } from './batcher.ts';
 import { ingestMetrics, noteReceivedMessage } from './metrics.ts';
-import { openIngestConnection } from './mqtt/connection.ts';
-import { openNatsSource, type NatsSource } from './nats/jetstream-source.ts';
+import { openIngestConnection, type IngestConnection } from './mqtt/connection.ts';
+import { openNatsSource } from './nats/jetstream-source.ts';
 import { parseMessage, type TimeBounds } from './pipeline/steps.ts';
 
 export interface IngestDeps {
@@ -25,6 +25,9 @@ export interface RunningIngest {
   stop(): Promise<void>;
   isConnected(): boolean;
 }
+
+/** What ingest needs of where messages come from: one MQTT broker, or a NATS cluster's consumer (GANTRY_INGEST_SOURCE). */
+type MessageSource = Pick<IngestConnection, 'isConnected' | 'pause' | 'flushAcks' | 'close'>;
 
 /** Bytes of an oversized payload kept in bronze for diagnosis. */
 export const OVERSIZED_PAYLOAD_BYTES = 4096;
@@ -78,7 +81,7 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
   };
   // Nothing arrives while the window is full: waiting out the batch window would stall ingest.
   const onFull = () => batcher.seal();
-  const connection: NatsSource =
+  const connection: MessageSource =
     settings.source === 'nats'
       ? await openNatsSource({
           servers: config.nats.urls,
@@ -93,7 +96,7 @@ export async function startIngest(deps: IngestDeps): Promise<RunningIngest> {
         })
       : await openMqttSource();
 
-  async function openMqttSource(): Promise<NatsSource> {
+  async function openMqttSource(): Promise<IngestConnection> {
     const url = config.mqtt.url;
     if (!url) throw new Error('ingest needs an MQTT broker: set GANTRY_MQTT_URL');
     return openIngestConnection({
