@@ -26,7 +26,8 @@ RUN mkdir -p /data && chown node:node /data \
   && ln -s /app/services/cli/dist/main.js /usr/local/bin/gantry
 USER node
 EXPOSE 8080
-# node itself, no curl in a slim image; GANTRY_PORT is the API's port (8080 by default).
+# The API's readiness, asked with node (a slim image has no curl) on GANTRY_PORT (8080 by
+# default); ingest and worker containers replace it with their /healthz (docker-compose.yml).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=6 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.GANTRY_PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node directly (no pnpm in between), so SIGTERM reaches the service and it stops cleanly.
