@@ -5,9 +5,9 @@ import path from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/broker.ts';
+import { nodeArguments } from '../support/processes.ts';
 
 const root = path.resolve(new URL('../..', import.meta.url).pathname);
-const tsx = path.join(root, 'node_modules/.bin/tsx');
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -30,7 +30,7 @@ function startGantry(env: Record<string, string>): {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-zero-'));
   chmodSync(dataDir, 0o755);
   dirs.push(dataDir);
-  const child = spawn(tsx, ['services/cli/src/main.ts', 'start'], {
+  const child = spawn(process.execPath, nodeArguments('cli', 'start'), {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
