@@ -10,6 +10,13 @@ export {
 } from './pool.ts';
 export { migrateDatabase, type MigrateOptions, type MigrateResult } from './migrate.ts';
 export {
+  maintainPartitions,
+  partitionName,
+  partitionedTables,
+  type PartitionOptions,
+  type PartitionReport,
+} from './partitions.ts';
+export {
   checkTimescaleAvailability,
   recordedStorageMode,
   resolveStorageMode,
