@@ -77,67 +77,78 @@ export async function maintainPartitions(
   client: pg.ClientBase,
   options: PartitionOptions = {},
 ): Promise<PartitionReport> {
-  const now = options.now ?? Date.now();
   const report: PartitionReport = { created: [], dropped: [], moved: 0, expiredInDefault: 0, skipped: [] };
   await client.query('SELECT pg_advisory_lock($1)', [PARTITIONS_LOCK_KEY]);
   try {
-    for (const spec of partitionedTables) {
-      const cutoff = options.retention ? now - options.retention[spec.retention] * DAY_MS : Number.NEGATIVE_INFINITY;
-      const days = await existingDays(client, spec.table);
-      for (const day of [...days].sort((a, b) => a - b)) {
-        if (day + DAY_MS > cutoff) continue;
-        const name = partitionName(spec.table, day);
-        if (await step(client, report, options, name, () => dropDay(client, spec, day))) report.dropped.push(name);
-        days.delete(day);
-      }
-      if (options.retention) {
-        await step(client, report, options, `${spec.table}_default`, async () => {
-          report.expiredInDefault += await deleteExpiredInDefault(client, spec, cutoff);
-        });
-      }
-      const wanted = new Set<number>();
-      const today = floorDay(now);
-      for (
-        let day = today - (options.behindDays ?? 1) * DAY_MS;
-        day <= today + (options.aheadDays ?? 7) * DAY_MS;
-        day += DAY_MS
-      )
-        if (day + DAY_MS > cutoff) wanted.add(day);
-      for (const day of await daysInDefault(client, spec)) if (day + DAY_MS > cutoff) wanted.add(day);
-      for (const day of [...wanted].sort((a, b) => a - b)) {
-        if (days.has(day)) continue;
-        const name = partitionName(spec.table, day);
-        const done = await step(client, report, options, name, async () => {
-          report.moved += await createDay(client, spec, day);
-        });
-        if (done) report.created.push(name);
-      }
-    }
+    for (const spec of partitionedTables) await maintainTable(client, spec, options, report);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [PARTITIONS_LOCK_KEY]);
   }
   return report;
 }
 
-/** Runs one step in a transaction with the lock timeout; false when its lock was not had in time. */
-async function step(
+async function maintainTable(
+  client: pg.ClientBase,
+  spec: PartitionedTable,
+  options: PartitionOptions,
+  report: PartitionReport,
+): Promise<void> {
+  const now = options.now ?? Date.now();
+  const cutoff = options.retention ? now - options.retention[spec.retention] * DAY_MS : Number.NEGATIVE_INFINITY;
+  const expired = (day: number) => day + DAY_MS <= cutoff;
+  const days = await existingDays(client, spec.table);
+  for (const day of [...days].sort((a, b) => a - b).filter(expired)) {
+    const name = partitionName(spec.table, day);
+    if (await step(client, report, options, name, () => dropDay(client, spec, day))) report.dropped.push(name);
+  }
+  if (options.retention) {
+    const deleted = await step(client, report, options, `${spec.table}_default`, () =>
+      deleteExpiredInDefault(client, spec, cutoff),
+    );
+    report.expiredInDefault += deleted?.value ?? 0;
+  }
+  const wanted = new Set<number>();
+  const today = floorDay(now);
+  for (
+    let day = today - (options.behindDays ?? 1) * DAY_MS;
+    day <= today + (options.aheadDays ?? 7) * DAY_MS;
+    day += DAY_MS
+  )
+    wanted.add(day);
+  for (const day of await daysInDefault(client, spec)) wanted.add(day);
+  for (const day of [...wanted].sort((a, b) => a - b)) {
+    if (days.has(day) || expired(day)) continue;
+    const name = partitionName(spec.table, day);
+    const moved = await step(client, report, options, name, () => createDay(client, spec, day));
+    if (moved) {
+      report.created.push(name);
+      report.moved += moved.value;
+    }
+  }
+}
+
+/**
+ * Runs one step in a transaction with the lock timeout: its result, or null when its lock
+ * was not had in time (the step is then left to the next pass).
+ */
+async function step<T>(
   client: pg.ClientBase,
   report: PartitionReport,
   options: PartitionOptions,
   name: string,
-  work: () => Promise<void>,
-): Promise<boolean> {
+  work: () => Promise<T>,
+): Promise<{ value: T } | null> {
   await client.query('BEGIN');
   try {
     await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs ?? 2000}ms`]);
-    await work();
+    const value = await work();
     await client.query('COMMIT');
-    return true;
+    return { value };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     if ((error as { code?: string }).code !== '55P03') throw error;
     report.skipped.push(name);
-    return false;
+    return null;
   }
 }
 
