@@ -14,8 +14,9 @@ const DAILY_CHECKPOINT_DAYS = 31;
 /**
  * Derivation: while devices are dirty, derive them a batch at a time; every few
  * seconds queue devices whose open sessions fall due to time out; hourly, thin old
- * checkpoints to what late data can use. After each commit that derived something, `afterCommit` (TimescaleDB mode:
- * the present refresher's notify) has the gold buckets it invalidated refreshed at once.
+ * checkpoints to what late data can use. After each commit that derived something,
+ * `afterCommit` (TimescaleDB mode: the present refresher's notify) has the gold buckets it
+ * invalidated refreshed at once.
  */
 export function derivationLoop(
   deps: DerivationDeps & { config: Pick<Config, 'retention'>; afterCommit?: () => void },

@@ -605,10 +605,11 @@ export async function pruneCheckpoints(db: Queryable, horizon: CheckpointHorizon
     const { rowCount } = await db.query(
       `/* worker:pruneCheckpoints */
        DELETE FROM derivation_checkpoints WHERE ctid IN (
+         -- Ranked within its device and day or week, first kept; past retention, newest kept.
          SELECT ctid FROM (
-           SELECT ctid, row_number() OVER (PARTITION BY device_id, bucket ORDER BY CASE WHEN newest THEN -epoch ELSE epoch END) AS rank
+           SELECT ctid, row_number() OVER (PARTITION BY device_id, bucket ORDER BY CASE WHEN past_retention THEN -epoch ELSE epoch END) AS rank
              FROM (
-               SELECT ctid, device_id, extract(epoch FROM at) AS epoch, at < now() - make_interval(days => $3) AS newest,
+               SELECT ctid, device_id, extract(epoch FROM at) AS epoch, at < now() - make_interval(days => $3) AS past_retention,
                       CASE WHEN at >= now() - make_interval(days => $2) THEN date_bin('1 day', at, TIMESTAMPTZ '2000-01-03 00:00:00+00')
                            WHEN at >= now() - make_interval(days => $3) THEN date_bin('7 days', at, TIMESTAMPTZ '2000-01-03 00:00:00+00')
                            ELSE '-infinity' END AS bucket
