@@ -177,9 +177,18 @@ export async function installGoldRelations(
   }
 }
 
+/**
+ * PostgreSQL mode's gold tables are updated in place batch after batch (the open bucket of
+ * each asset): room on each page keeps those updates HOT, and fixed vacuum thresholds
+ * suit tables that only grow (db/postgres/0431_gold_storage.sql says why and sets the same
+ * on tables made before it).
+ */
+const GOLD_TABLE_STORAGE =
+  'fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 10000, autovacuum_analyze_scale_factor = 0.02';
+
 async function createGoldTable(client: Queryable, relation: GoldRelation, directory: string): Promise<void> {
   await client.query(
-    `CREATE TABLE ${relation.name} AS ${goldDefinition(relation.name, 'FALSE', directory)} WITH NO DATA`,
+    `CREATE TABLE ${relation.name} WITH (${GOLD_TABLE_STORAGE}) AS ${goldDefinition(relation.name, 'FALSE', directory)} WITH NO DATA`,
   );
   await client.query(`ALTER TABLE ${relation.name} ADD PRIMARY KEY (${relation.key.join(', ')})`);
   await client.query(`CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket)`);

@@ -9,6 +9,7 @@ export {
   type Queryable,
 } from './pool.ts';
 export { migrateDatabase, type MigrateOptions, type MigrateResult } from './migrate.ts';
+export { maintainPartitions, partitionName } from './partitions.ts';
 export {
   checkTimescaleAvailability,
   recordedStorageMode,

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { runner } from 'node-pg-migrate';
 import type { Logger } from '@gantry/logger';
 import { installGoldRelations } from './gold.ts';
+import { maintainPartitions } from './partitions.ts';
 import { dbDirectory } from './paths.ts';
 import {
   applyRetentionPolicies,
@@ -33,7 +34,8 @@ export interface MigrateResult {
 /**
  * Brings a database to the current schema: the shared migrations (db/migrations), the
  * layer of its storage mode (db/postgres or db/timescaledb), the gold relations
- * (db/gold) and the retention policies. Safe to run again and from several processes.
+ * (db/gold), the retention policies (TimescaleDB) or the partitions of the days around
+ * now (PostgreSQL mode). Safe to run again and from several processes.
  */
 export async function migrateDatabase(databaseUrl: string, options: MigrateOptions): Promise<MigrateResult> {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'gantry-migrate' });
@@ -75,6 +77,9 @@ export async function migrateDatabase(databaseUrl: string, options: MigrateOptio
     await installGoldRelations(client, storageMode, logger, directory);
     if (options.retention) await applyRetentionPolicies(client, storageMode, options.retention);
     await client.query('COMMIT');
+    // PostgreSQL mode: the days around now get their partitions before any process writes
+    // (the worker keeps them ahead and applies retention from then on).
+    if (storageMode === 'postgres') await maintainPartitions(client);
 
     if (applied.length > 0) logger?.info({ storageMode, applied }, 'database migrated');
     return { storageMode, applied };
