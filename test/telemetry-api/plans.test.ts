@@ -96,7 +96,15 @@ async function load(db: TestDatabase): Promise<{ tenantId: string; assetId: stri
           ).rows.map((row) => row.name),
         ]
       : BIG_TABLES;
-  for (const table of tables) await db.pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`);
+  // A partitioned table (PostgreSQL mode's silver and bronze) has no storage of its own:
+  // the setting goes on each of its partitions.
+  const { rows: leaves } = await db.pool.query<{ name: string }>(
+    `SELECT t.relid::regclass::text AS name
+       FROM unnest($1::text[]) AS listed(name), pg_partition_tree(listed.name::regclass) AS t
+      WHERE t.isleaf`,
+    [tables],
+  );
+  for (const { name } of leaves) await db.pool.query(`ALTER TABLE ${name} SET (autovacuum_enabled = off)`);
   // A GPS fix every minute of every device.
   await db.pool.query(
     `INSERT INTO telemetry_readings (tenant_id, device_id, asset_id, type, ts, received_at, latitude, longitude, gps_valid, fix)
@@ -165,14 +173,21 @@ async function catalogOf(db: TestDatabase) {
     for (const row of rows) owner.set(row.chunk, row.hypertable);
   }
   const bare = (name: string) => name.replace(/^.*\./, '');
-  const tableOf = (relation: string) => owner.get(bare(relation)) ?? bare(relation);
+  // PostgreSQL mode's day partitions (and their indexes) stand for their partitioned table.
+  const { rows: partitions } = await db.pool.query<{ name: string; root: string }>(
+    `SELECT relname AS name, pg_partition_root(oid)::regclass::text AS root FROM pg_class WHERE relispartition`,
+  );
+  const partitionRoot = new Map(partitions.map((row) => [row.name, bare(row.root)]));
+  const tableOf = (relation: string) =>
+    owner.get(bare(relation)) ?? partitionRoot.get(bare(relation)) ?? bare(relation);
   /** A table's own index names (a hypertable's, not its chunks'). */
   const indexesOf = (table: string) =>
     indexes
       .filter((row) => tableOf(row.table) === table && !/_hyper_\d+_\d+_chunk/.test(row.table))
       .map((row) => bare(row.index));
   /** The table and table-level index an index scan used (a chunk's index is named after its hypertable's, cut to 63 bytes). */
-  const resolveIndex = (index: string) => {
+  const resolveIndex = (scanned: string) => {
+    const index = partitionRoot.get(scanned) ?? scanned;
     const row = indexes.find((candidate) => bare(candidate.index) === index);
     if (!row) return null;
     const table = tableOf(row.table);
