@@ -127,6 +127,13 @@ describe('text in service requests', () => {
     // Outside any string the bytes leave no JSON to name a field of.
     const outside = await send('POST', '/service-requests', withBadBytes('{"title":"x"', '}'));
     expect(outside).toEqual({ status: 400, body: { error: 'request body is not valid UTF-8', code: 'invalid_body' } });
+    // Nor may a bad byte pair up with an escaped high surrogate before it.
+    const paired = await send(
+      'POST',
+      '/service-requests',
+      Buffer.concat([utf8('{"title":"\\ud83d'), Buffer.from([0xff]), utf8('"}')]),
+    );
+    expect(paired.status).toBe(400);
     expect(await storedWithReplacementCharacter()).toBe(0);
   });
 

@@ -46,8 +46,6 @@ function decodedStream(ctx: Context, encoding: string): Readable {
   return ctx.req;
 }
 
-const NOT_JSON = 'request body is not valid JSON';
-
 /**
  * The JSON value of a body read as bytes. Bytes that are not UTF-8 and lone surrogate
  * escapes are refused naming the field that holds them (text.ts): read leniently, they
@@ -63,7 +61,7 @@ function parseJsonBody(bytes: Buffer): unknown {
     value = bourne.parse(text, { protoAction: 'error' });
   } catch {
     if (!valid) throw new ValidationError('request body is not valid UTF-8', 'invalid_body');
-    throw new ValidationError(NOT_JSON, 'invalid_body');
+    throw new ValidationError('request body is not valid JSON', 'invalid_body');
   }
   if (!valid || mayHoldSurrogateEscape(text)) {
     const path = findIllFormedText(value);
@@ -73,6 +71,8 @@ function parseJsonBody(bytes: Buffer): unknown {
         'invalid_body',
       );
     }
+    // A bad byte can make a pair with an escaped high surrogate just before it: refused all the same.
+    if (!valid) throw new ValidationError('request body is not valid UTF-8', 'invalid_body');
   }
   return value;
 }

@@ -176,8 +176,9 @@ export function routeMiddleware(route: RouteSpec, options: MountOptions): Middle
   return async (ctx) => {
     const auth = ctx.state.auth as AuthContext;
     const params = parseInput(route.request?.params, ctx.params, 'path parameter', 'invalid_parameter');
-    // Checked on the raw query string: the parsed one has U+FFFD where the bytes were not UTF-8.
-    assertWellFormedQuery(ctx.querystring);
+    // Checked on the raw query string: the parsed one has U+FFFD where the bytes were not
+    // UTF-8. A route that takes no query reads none of it.
+    if (route.request?.query) assertWellFormedQuery(ctx.querystring);
     const query = parseInput(route.request?.query, flattenQuery(ctx.query), 'query parameter', 'invalid_parameter');
     if (route.request?.headers) {
       // A declared header is checked as the document states it (an empty Idempotency-Key is a 400).

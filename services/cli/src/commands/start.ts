@@ -96,7 +96,8 @@ async function startAll(
       fixedPort: baseConfig.fixedPorts.embeddedPostgres,
       logger,
     });
-    stops.push(() => embedded.stop());
+    // Stopped last, after the broker that started before it.
+    stops.unshift(() => embedded.stop());
     databaseUrl = embedded.url;
     embeddedPostgresPort = embedded.port;
     if (!embedded.reused) {
