@@ -37,6 +37,7 @@ import { copyText } from '../../services/ingest/src/storage/encode.ts';
 import { silverColumns, toSilverRow, type DeviceRecord } from '../../services/ingest/src/storage/tables.ts';
 import { copyEncoded, writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
+import { nodeArguments, tsxArguments } from '../support/processes.ts';
 import { cpuTimes } from './machine-cpu.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -81,8 +82,9 @@ interface Child {
   stop(): Promise<void>;
 }
 
-function startChild(script: string, env: Record<string, string>, nodeOptions: string[] = []): Child {
-  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], {
+/** A child process named `name` in errors: node with nodeOptions, then `args` (the script and its arguments). */
+function startChild(name: string, args: string[], env: Record<string, string>, nodeOptions: string[] = []): Child {
+  const child = spawn(process.execPath, [...nodeOptions, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -103,8 +105,8 @@ function startChild(script: string, env: Record<string, string>, nodeOptions: st
       for (;;) {
         const line = lines.find((candidate) => pattern.test(candidate));
         if (line) return line;
-        if (child.exitCode !== null) throw new Error(`${script} exited: ${lines.slice(-5).join('\n')}`);
-        if (Date.now() > deadline) throw new Error(`${script}: no ${pattern} within ${timeoutMs} ms`);
+        if (child.exitCode !== null) throw new Error(`${name} exited: ${lines.slice(-5).join('\n')}`);
+        if (Date.now() > deadline) throw new Error(`${name}: no ${pattern} within ${timeoutMs} ms`);
         await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), sleep(200)]);
       }
     },
@@ -272,7 +274,7 @@ async function main(): Promise<void> {
     const publisher = await createPublisher({ mqttUrl: broker.url, connections: 2, window: 2000 });
 
     // 1. Broker relay rate.
-    const plain = startChild('test/bench/ingest-plain-subscriber.ts', {
+    const plain = startChild('plain subscriber', tsxArguments('test/bench/ingest-plain-subscriber.ts'), {
       MQTT_URL: broker.url,
       EXPECT: String(MESSAGES),
     });
@@ -304,7 +306,7 @@ async function main(): Promise<void> {
       ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
       : [];
     const nodeFlags = (process.env.BENCH_INGEST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-    const ingest = startChild('services/ingest/src/main.ts', ingestEnv, [...profile, ...nodeFlags]);
+    const ingest = startChild('ingest', nodeArguments('ingest'), ingestEnv, [...profile, ...nodeFlags]);
     children.push(ingest);
     for (let attempt = 0; ; attempt += 1) {
       const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then(
@@ -349,7 +351,7 @@ async function main(): Promise<void> {
 
     // 3. Naive baseline: one INSERT per message, for a fixed time.
     await truncate(pool);
-    const naive = startChild('test/bench/ingest-naive-baseline.ts', {
+    const naive = startChild('naive baseline', tsxArguments('test/bench/ingest-naive-baseline.ts'), {
       DATABASE_URL: databaseUrl,
       MQTT_URL: broker.url,
     });

@@ -10,9 +10,9 @@ import { silentLogger } from '@gantry/logger';
 import { createStopper, startGantry as startInProcess } from '../../services/cli/src/commands/start.ts';
 import { statusCommand } from '../../services/cli/src/commands/status.ts';
 import { freePort } from '../support/broker.ts';
+import { nodeArguments } from '../support/processes.ts';
 
 const root = path.resolve(new URL('../..', import.meta.url).pathname);
-const tsx = path.join(root, 'node_modules/.bin/tsx');
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -35,7 +35,7 @@ function startGantry(env: Record<string, string>): {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-zero-'));
   chmodSync(dataDir, 0o755);
   dirs.push(dataDir);
-  const child = spawn(tsx, ['services/cli/src/main.ts', 'start'], {
+  const child = spawn(process.execPath, nodeArguments('cli', 'start'), {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',

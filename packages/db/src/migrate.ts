@@ -18,6 +18,11 @@ export interface MigrateOptions {
   storageMode: RequestedStorageMode;
   retention?: { bronzeDays: number; readingDays: number };
   logger?: Logger;
+  /**
+   * The folder holding the SQL (migrations, storage-mode layers, gold definitions);
+   * the repository's db/ by default. Upgrade tests migrate with an earlier copy of it.
+   */
+  directory?: string;
 }
 
 export interface MigrateResult {
@@ -35,14 +40,15 @@ export async function migrateDatabase(databaseUrl: string, options: MigrateOptio
   await client.connect();
   const logger = options.logger;
   const log = (message: string) => logger?.debug({ migration: message.trim() }, 'migration');
+  const directory = options.directory ?? dbDirectory;
   try {
     await client.query('SET client_min_messages = warning');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
 
-    const run = async (directory: string, table: string) =>
+    const run = async (folder: string, table: string) =>
       runner({
         dbClient: client,
-        dir: path.join(dbDirectory, directory),
+        dir: path.join(directory, folder),
         migrationsTable: table,
         direction: 'up',
         count: Infinity,
@@ -66,7 +72,7 @@ export async function migrateDatabase(databaseUrl: string, options: MigrateOptio
     applied.push(...(await run(layer, `gantry_migrations_${layer}`)).map((m) => `${layer}/${m.name}`));
 
     await client.query('BEGIN');
-    await installGoldRelations(client, storageMode, logger);
+    await installGoldRelations(client, storageMode, logger, directory);
     if (options.retention) await applyRetentionPolicies(client, storageMode, options.retention);
     await client.query('COMMIT');
 

@@ -1,5 +1,6 @@
 import { checkTimescaleAvailability, createPool, readDatabaseStatus } from '@gantry/db';
-import { withDatabase, type Command } from '../command.ts';
+import type { Command } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 import { readRunningFile } from '../running.ts';
 
 export const statusCommand: Command = {
