@@ -74,7 +74,12 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-bench-cli-'));
   // As root the embedded server runs as `postgres`, which must reach its directory.
   chmodSync(dataDir, 0o755);
-  const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), logger: silentLogger() });
+  const embedded = await startEmbeddedPostgres({
+    dataDir,
+    port: await freePort(),
+    fixedPort: true,
+    logger: silentLogger(),
+  });
   try {
     await migrateDatabase(embedded.url, { storageMode: 'postgres', retention: { bronzeDays: 14, readingDays: 400 } });
     const { GANTRY_DATABASE_URL: _ignored, ...inherited } = process.env;

@@ -45,9 +45,9 @@ export {
 export {
   findRunningEmbeddedPostgres,
   startEmbeddedPostgres,
-  isPortInUse,
   type EmbeddedPostgresHandle,
 } from './embedded-postgres.ts';
+export { choosePort, isPortInUse, type PortRequest } from './ports.ts';
 export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
 export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';

@@ -25,7 +25,8 @@ export const catalog: CatalogEntry[] = [
   },
   {
     name: 'status',
-    summary: 'Show the storage mode, migrations and gold coverage of the database',
+    summary:
+      'Show the ports of the running `gantry start`, and the storage mode, migrations and gold coverage of the database',
     load: () => import('./commands/status.ts').then((module) => module.statusCommand),
   },
   {

@@ -21,6 +21,7 @@ export async function withDatabase<T>(context: CommandContext, use: (url: string
   const embedded = await startEmbeddedPostgres({
     dataDir: config.dataDir,
     port: config.embeddedPostgresPort,
+    fixedPort: config.fixedPorts.embeddedPostgres,
     logger,
   });
   try {
