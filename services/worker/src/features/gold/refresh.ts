@@ -50,6 +50,8 @@ export interface GoldRefreshResult {
   applied: number;
   /** Some relation had more invalidations than one step takes. */
   more: boolean;
+  /** The earliest bucket start the step refreshed from the log (epoch ms), or null. */
+  earliest: number | null;
   failed: string[];
   /** Relations skipped because another refresher held them. */
   busy: string[];
@@ -163,7 +165,7 @@ async function recordFailure(db: Queryable, relation: string, error: unknown): P
 export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = {}): Promise<GoldRefreshResult> {
   const batch = options.batch ?? 20_000;
   const now = (options.now ?? Date.now)();
-  const result: GoldRefreshResult = { applied: 0, more: false, failed: [], busy: [] };
+  const result: GoldRefreshResult = { applied: 0, more: false, earliest: null, failed: [], busy: [] };
   for (const plan of refreshPlans) {
     if (options.only && !options.only.includes(plan.base)) continue;
     const started = performance.now();
@@ -178,6 +180,7 @@ export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = 
       }
       result.applied += step.applied;
       result.more ||= step.more;
+      result.earliest = minOf(result.earliest, step.earliest ?? null);
       goldMetrics.invalidations.inc({ relation: plan.base }, step.applied);
       goldMetrics.refreshSeconds.observe(
         { relation: plan.base, kind: step.kind },
@@ -197,6 +200,7 @@ interface Step {
   applied: number;
   more: boolean;
   kind: 'rebuild' | 'incremental';
+  earliest?: number | null;
 }
 
 interface StepOptions {
@@ -310,7 +314,12 @@ async function applyLog(pool: Pool, plan: RefreshPlan, options: StepOptions): Pr
         lowerFrom: true,
       });
     }
-    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental' };
+    return {
+      applied: log.rows.length,
+      more: log.rows.length === options.batch,
+      kind: 'incremental',
+      earliest: windows.length > 0 ? Math.min(...windows.map((w) => w.from)) : null,
+    };
   });
 }
 
@@ -463,7 +472,7 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         lowerFrom: true,
       });
     }
-    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental' };
+    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental', earliest: first };
   } finally {
     if (locked) await client.query(`SELECT pg_advisory_unlock(hashtext($1))`, [lockKey]).catch(() => undefined);
     client.release();
