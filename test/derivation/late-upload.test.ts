@@ -53,9 +53,10 @@ describe.each(availableStorageModes())('a month uploaded late (%s mode)', (mode)
     while ((await deriveDirtyDevices(derivation)).devices > 0);
     logged = await countOf(db.pool, 'SELECT count(*) AS count FROM gold_invalidations');
     // The refresh on connections that hear TimescaleDB's LOG line for each materialized batch.
-    const refreshPool = createPool(db.url, { max: 2, applicationName: 'gantry-test-refresh' });
+    const url = new URL(db.url);
+    url.searchParams.set('options', '-c client_min_messages=log');
+    const refreshPool = createPool(url.toString(), { max: 2, applicationName: 'gantry-test-refresh' });
     refreshPool.on('connect', (client) => {
-      void client.query('SET client_min_messages = log');
       client.on('notice', (notice) => {
         if (/^inserted \d+ row\(s\) into materialization table/.test(notice.message ?? '')) batches += 1;
       });
