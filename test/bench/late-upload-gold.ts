@@ -1,21 +1,23 @@
 /**
  * `pnpm bench:late-upload-gold` — how long after derivation has caught up with a late
- * upload its gold is complete, in each storage mode side by side (docs/derivation.md,
+ * upload its gold is complete, in each storage mode, both in one run (docs/derivation.md,
  * "Late uploads").
  *
  * Per mode a fresh database gantry_late_<mode>_<x>_test on the bench server (dropped at
- * the end), LATE_MACHINES (64) machines with one device each, and the real worker
- * (startWorker: derivation, present and gold loops) running while LATE_DAYS (31) days of
- * each machine's history (lifts, hourmeter and a fix every minute for machine 0, every
- * LATE_GPS_EVERY_MIN (5) minutes for the others: test/support/late-upload.ts) arrive as store-and-forward batch messages through ingest's writeBatch. Printed per
- * mode: the upload's time, when derivation caught up (queue empty), then how long until
- * gold was complete — every minute of every machine in positions_1min, every quarter
- * hour in positions_15min, utilization_hourly and _daily equal to sums over the derived
- * segments — with the gold log left at that moment and the load average beside each
- * figure; at the end each relation is compared row for row with its definition.
- * The modes run one after the other (one 2-core machine: side by side, each would time
- * the other's load). Env: GANTRY_BENCH_DATABASE_URL (default the test server),
- * LATE_MODES (postgres,timescaledb).
+ * the end unless LATE_KEEP_DATABASE=1), LATE_MACHINES (64) machines with one device each,
+ * and the real worker (startWorker: derivation, present and gold loops) running while
+ * LATE_DAYS (31) days of each machine's history (lifts, hourmeter, and a fix every minute
+ * for machine 0 and every LATE_GPS_EVERY_MIN (5) minutes for the others:
+ * test/support/late-upload.ts) arrive as store-and-forward batch messages through
+ * ingest's writeBatch. Printed per mode: the upload's time and its transactions' p95 and
+ * max, when derivation caught up (queue empty), then how long until gold was complete —
+ * every minute of every machine in positions_1min, every quarter hour in
+ * positions_15min, utilization_hourly and _daily equal to sums over the derived segments
+ * (LATE_GIVE_UP_S, 900, gives up) — with the gold log left at that moment and the load
+ * average beside each figure; at the end each relation is compared row for row with its
+ * definition. The modes run one after the other (one 2-core machine: at the same time,
+ * each would time the other's load). Env: GANTRY_BENCH_DATABASE_URL (default the test
+ * server), LATE_MODES (postgres,timescaledb).
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
