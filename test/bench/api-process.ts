@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { tsxArguments } from '../support/processes.ts';
 
 /** The API alone in a child process (api-server.ts), with what a benchmark reads of it. */
 export interface ApiProcess {
@@ -32,7 +33,7 @@ function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
  * not the limiter's refusals), and waits for the line with its URL. `env` adds settings.
  */
 export async function startBenchApi(databaseUrl: string, env: Record<string, string> = {}): Promise<ApiProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./api-server.ts', import.meta.url).pathname], {
+  const child = spawn(process.execPath, tsxArguments(new URL('./api-server.ts', import.meta.url).pathname), {
     env: {
       ...process.env,
       GANTRY_DATABASE_URL: databaseUrl,

@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser } from 'playwright-core';
 import { freePort } from '../support/broker.ts';
 import { benchServerUrl, onServer, withDatabase } from '../support/database-url.ts';
-import { repoRoot } from '../support/processes.ts';
+import { nodeArguments, repoRoot } from '../support/processes.ts';
 
 const DATABASE = 'gantry_bench_console';
 const RUNS = Number(process.env.GANTRY_BENCH_RUNS ?? 5);
@@ -51,7 +51,7 @@ interface Started {
 /** `gantry start` in a child process; resolves once it printed its banner. */
 async function startGantry(databaseUrl: string): Promise<Started> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-bench-console-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/cli/src/main.ts', 'start'], {
+  const child = spawn(process.execPath, nodeArguments('cli', 'start'), {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH,

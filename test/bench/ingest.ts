@@ -44,6 +44,7 @@ import { silverColumns, toSilverRow, type DeviceRecord } from '../../services/in
 import { copyEncoded, writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
 import { natsServerPath, startNatsCluster, type NatsCluster } from '../support/nats-cluster.ts';
+import { nodeArguments, tsxArguments } from '../support/processes.ts';
 import { cpuTimes } from './machine-cpu.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -89,8 +90,9 @@ interface Child {
   stop(): Promise<void>;
 }
 
-function startChild(script: string, env: Record<string, string>, nodeOptions: string[] = []): Child {
-  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], {
+/** A child process named `name` in errors: node with nodeOptions, then `args` (the script and its arguments). */
+function startChild(name: string, args: string[], env: Record<string, string>, nodeOptions: string[] = []): Child {
+  const child = spawn(process.execPath, [...nodeOptions, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,8 +113,8 @@ function startChild(script: string, env: Record<string, string>, nodeOptions: st
       for (;;) {
         const line = lines.find((candidate) => pattern.test(candidate));
         if (line) return line;
-        if (child.exitCode !== null) throw new Error(`${script} exited: ${lines.slice(-5).join('\n')}`);
-        if (Date.now() > deadline) throw new Error(`${script}: no ${pattern} within ${timeoutMs} ms`);
+        if (child.exitCode !== null) throw new Error(`${name} exited: ${lines.slice(-5).join('\n')}`);
+        if (Date.now() > deadline) throw new Error(`${name}: no ${pattern} within ${timeoutMs} ms`);
         await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), sleep(200)]);
       }
     },
@@ -246,13 +248,9 @@ async function truncate(pool: Pool): Promise<void> {
 }
 
 /** Starts a standalone ingest process and waits for its /healthz. */
-async function startIngestProcess(env: Record<string, string>, nodeOptions: string[] = []): Promise<Child> {
+async function startIngestProcess(env: Record<string, string>): Promise<Child> {
   const port = await freePort();
-  const ingest = startChild(
-    'services/ingest/src/main.ts',
-    { ...env, GANTRY_INGEST_METRICS_PORT: String(port) },
-    nodeOptions,
-  );
+  const ingest = startChild('ingest', nodeArguments('ingest'), { ...env, GANTRY_INGEST_METRICS_PORT: String(port) });
   for (let attempt = 0; ; attempt += 1) {
     const status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
       (response) => response.status,
@@ -303,7 +301,7 @@ async function natsClusterBench(): Promise<void> {
     });
 
     // The cluster's relay: a plain QoS 1 subscriber on another node than most publishers.
-    const plain = startChild('test/bench/ingest-plain-subscriber.ts', {
+    const plain = startChild('plain subscriber', tsxArguments('test/bench/ingest-plain-subscriber.ts'), {
       MQTT_URL: cluster.mqttUrls[1]!,
       MQTT_PROTOCOL_VERSION: '4',
       EXPECT: String(MESSAGES),
@@ -420,7 +418,7 @@ async function main(): Promise<void> {
     const publisher = await createPublisher({ mqttUrl: broker.url, connections: 2, window: 2000 });
 
     // 1. Broker relay rate.
-    const plain = startChild('test/bench/ingest-plain-subscriber.ts', {
+    const plain = startChild('plain subscriber', tsxArguments('test/bench/ingest-plain-subscriber.ts'), {
       MQTT_URL: broker.url,
       EXPECT: String(MESSAGES),
     });
@@ -452,7 +450,7 @@ async function main(): Promise<void> {
       ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
       : [];
     const nodeFlags = (process.env.BENCH_INGEST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-    const ingest = startChild('services/ingest/src/main.ts', ingestEnv, [...profile, ...nodeFlags]);
+    const ingest = startChild('ingest', nodeArguments('ingest'), ingestEnv, [...profile, ...nodeFlags]);
     children.push(ingest);
     for (let attempt = 0; ; attempt += 1) {
       const status = await fetch(`http://127.0.0.1:${ingestEnv.GANTRY_INGEST_METRICS_PORT}/healthz`).then(
@@ -497,7 +495,7 @@ async function main(): Promise<void> {
 
     // 3. Naive baseline: one INSERT per message, for a fixed time.
     await truncate(pool);
-    const naive = startChild('test/bench/ingest-naive-baseline.ts', {
+    const naive = startChild('naive baseline', tsxArguments('test/bench/ingest-naive-baseline.ts'), {
       DATABASE_URL: databaseUrl,
       MQTT_URL: broker.url,
     });

@@ -21,6 +21,7 @@ import type pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
+import { nodeArguments } from '../support/processes.ts';
 
 const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
@@ -331,10 +332,10 @@ async function main(): Promise<void> {
   ).rows[0];
   log(`data: ${counts?.assets} assets, ${counts?.inspections} inspections, ${counts?.reports} reports`);
 
-  // The API runs as its own process (services/api/src/main.ts), as deployed, so the load
+  // The API runs as its own process (services/api/dist/main.js), as deployed, so the load
   // generator here does not share its event loop.
   const port = await freePort();
-  const api = spawn(process.execPath, ['--import', 'tsx', 'services/api/src/main.ts'], {
+  const api = spawn(process.execPath, nodeArguments('api'), {
     cwd: new URL('../..', import.meta.url).pathname,
     env: {
       ...process.env,

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/broker.ts';
+import { nodeArguments } from '../support/processes.ts';
 
 // Runs the shell blocks of docs/getting-started.md marked ```sh test:<name>, in order and
 // in one bash (so variables carry from block to block, as in the reader's terminal),
@@ -90,7 +91,7 @@ beforeAll(async () => {
     GANTRY_LOG_LEVEL: 'warn',
     GANTRY_LOG_FORMAT: 'json',
   };
-  gantry = spawn(path.join(root, 'node_modules/.bin/tsx'), ['services/cli/src/main.ts', 'start'], {
+  gantry = spawn(process.execPath, nodeArguments('cli', 'start'), {
     cwd: root,
     env: { ...env, GANTRY_DEMO_SIMULATOR: 'false' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,13 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@gantry/config';
+import { silentLogger } from '@gantry/logger';
+import { createStopper, startGantry as startInProcess } from '../../services/cli/src/commands/start.ts';
+import { statusCommand } from '../../services/cli/src/commands/status.ts';
 import { freePort } from '../support/broker.ts';
+import { nodeArguments } from '../support/processes.ts';
 
 const root = path.resolve(new URL('../..', import.meta.url).pathname);
-const tsx = path.join(root, 'node_modules/.bin/tsx');
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -30,7 +35,7 @@ function startGantry(env: Record<string, string>): {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-zero-'));
   chmodSync(dataDir, 0o755);
   dirs.push(dataDir);
-  const child = spawn(tsx, ['services/cli/src/main.ts', 'start'], {
+  const child = spawn(process.execPath, nodeArguments('cli', 'start'), {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
@@ -136,7 +141,6 @@ describe('zero-configuration start (embedded PostgreSQL and MQTT broker)', () =>
 
   it('stops at once with a message when the MQTT port is taken', async () => {
     const busy = await freePort();
-    const net = await import('node:net');
     const blocker = net.createServer().listen(busy, '127.0.0.1');
     try {
       const gantry = startGantry({
@@ -151,4 +155,98 @@ describe('zero-configuration start (embedded PostgreSQL and MQTT broker)', () =>
       blocker.close();
     }
   });
+});
+
+/** A listener on a free loopback port, standing for the program that holds a default port. */
+async function occupy(): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('default ports that are taken', () => {
+  it('stops with a message naming GANTRY_EMBEDDED_PG_PORT when that port was set and is taken', async () => {
+    const blocker = await occupy();
+    try {
+      const gantry = startGantry({
+        GANTRY_PORT: String(await freePort()),
+        GANTRY_MQTT_PORT: String(await freePort()),
+        GANTRY_EMBEDDED_PG_PORT: String(blocker.port),
+      });
+      expect(await gantry.exited).not.toBe(0);
+      expect(gantry.output()).toContain(`port ${blocker.port} is already in use`);
+      expect(gantry.output()).toContain('GANTRY_EMBEDDED_PG_PORT');
+    } finally {
+      await blocker.close();
+    }
+  });
+
+  it('moves each default port that is taken to the next free one, prints it and records it in running.json', async () => {
+    // In process, with the defaults standing on private ports that a listener holds (the
+    // real defaults, 1883, 8080 and 54329, belong to the machine's own services).
+    const blockers = [await occupy(), await occupy(), await occupy()];
+    const [mqttBlocker, apiBlocker, pgBlocker] = blockers as [
+      (typeof blockers)[0],
+      (typeof blockers)[0],
+      (typeof blockers)[0],
+    ];
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-ports-'));
+    chmodSync(dataDir, 0o755);
+    dirs.push(dataDir);
+    const base = loadConfig({ GANTRY_DATA_DIR: dataDir, GANTRY_DEMO_SIMULATOR: 'false', GANTRY_HOST: '127.0.0.1' });
+    expect(base.fixedPorts).toEqual({ http: false, mqtt: false, embeddedPostgres: false });
+    const config = {
+      ...base,
+      embeddedPostgresPort: pgBlocker.port,
+      mqtt: { ...base.mqtt, embeddedPort: mqttBlocker.port },
+      http: { ...base.http, port: apiBlocker.port },
+    };
+    const lines: string[] = [];
+    const context = { config, logger: silentLogger(), print: (line: string) => lines.push(line) };
+    const stopper = createStopper(context);
+    try {
+      await startInProcess(context, stopper);
+      const output = lines.join('\n');
+      const running = JSON.parse(readFileSync(path.join(dataDir, 'running.json'), 'utf8')) as {
+        pid: number;
+        ports: { api: number; mqtt: number; postgres: number };
+      };
+      expect(running.pid).toBe(process.pid);
+      const { api, mqtt: mqttPort, postgres } = running.ports;
+      for (const [used, blocker] of [
+        [api, apiBlocker],
+        [mqttPort, mqttBlocker],
+        [postgres, pgBlocker],
+      ] as const) {
+        expect(used).toBeGreaterThan(blocker.port);
+        expect(output).toContain(`${blocker.port} is taken`);
+      }
+      expect(output).toContain(`so the MQTT broker listens on ${mqttPort} (GANTRY_MQTT_PORT sets the port)`);
+      expect(output).toContain(`so the API listens on ${api} (GANTRY_PORT sets the port)`);
+      expect(output).toContain(
+        `so the embedded PostgreSQL listens on ${postgres} (GANTRY_EMBEDDED_PG_PORT sets the port)`,
+      );
+      expect(output).toContain(`API:       http://localhost:${api}/api/external/v1`);
+      expect(output).toContain(`MQTT:      mqtt://127.0.0.1:${mqttPort}`);
+      expect(output).toContain(`@127.0.0.1:${postgres}/gantry`);
+
+      // The moved ports answer: the API, the broker, and the CLI finds the database.
+      expect((await fetch(`http://127.0.0.1:${api}/healthz`)).status).toBe(200);
+      const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${mqttPort}`, { clientId: 'moved-port-test' });
+      await client.endAsync();
+      const status: string[] = [];
+      await statusCommand.run([], { ...context, print: (line) => status.push(line) });
+      expect(status.join('\n')).toContain(
+        `running (pid ${process.pid}): API on ${api}, MQTT on ${mqttPort}, embedded PostgreSQL on ${postgres}`,
+      );
+      expect(status.join('\n')).toContain('storage mode:     postgres');
+    } finally {
+      await stopper.stopAll();
+      await Promise.all(blockers.map((blocker) => blocker.close()));
+    }
+    expect(existsSync(path.join(dataDir, 'running.json'))).toBe(false);
+  }, 300_000);
 });

@@ -4,8 +4,7 @@ import { createPublisher, fleetTraffic, publishMessages } from '@gantry/simulato
 import { freePort, startTestBroker, type TestBroker } from '../support/broker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { countOf, provisionFleetBulk, uniqueDeviceIds, waitFor } from '../support/ingest.ts';
-
-const main = new URL('../../services/ingest/src/main.ts', import.meta.url).pathname;
+import { nodeArguments } from '../support/processes.ts';
 
 interface IngestProcess {
   child: ChildProcess;
@@ -13,11 +12,11 @@ interface IngestProcess {
   stderr: () => string;
 }
 
-/** The standalone ingest (services/ingest/src/main.ts) as its own process; resolves once /healthz says connected. */
+/** The standalone ingest (services/ingest/dist/main.js) as its own process; resolves once /healthz says connected. */
 async function spawnIngest(env: Record<string, string>): Promise<IngestProcess> {
   const port = await freePort();
-  // node itself with tsx's loader (not the tsx wrapper), so SIGKILL reaches the real process.
-  const child = spawn(process.execPath, ['--import', 'tsx', main], {
+  // node itself (no wrapper), so SIGKILL reaches the real process.
+  const child = spawn(process.execPath, nodeArguments('ingest'), {
     cwd: new URL('../..', import.meta.url).pathname,
     env: {
       ...process.env,

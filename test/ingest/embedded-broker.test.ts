@@ -18,7 +18,7 @@ let broker: EmbeddedBroker;
 
 beforeAll(async () => {
   db = await createTestDatabase('ingest_aedes');
-  broker = await startEmbeddedBroker(await freePort(), silentLogger());
+  broker = await startEmbeddedBroker({ port: await freePort(), fixed: true }, silentLogger());
 });
 
 afterAll(async () => {

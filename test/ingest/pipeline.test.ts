@@ -276,6 +276,10 @@ describe.each(availableStorageModes())('ingest pipeline (%s mode)', (mode) => {
     const oversized = rows.find((row) => row.error === 'payload_too_large');
     expect(oversized.payload_size).toBeGreaterThan(65_536);
     expect(oversized.payload.length).toBe(4096);
+    // A lone surrogate escape is kept as the bytes that came, its field named.
+    const surrogate = rows.find((row) => row.error === 'invalid_utf8' && row.message_type === 'identifier');
+    expect(surrogate.error_detail).toMatch(/^identifier: a lone surrogate escape/);
+    expect(surrogate.payload.toString('utf8')).toContain('"identifier":"OP-\\ud800"');
     const coordinates = rows.find((row) => row.error === 'invalid_coordinates' && row.status === 'rejected');
     expect(coordinates.error_detail).toMatch(/^lat|^lon/);
     // Only the two good entries of the partial batch reach silver.

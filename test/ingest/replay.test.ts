@@ -14,10 +14,9 @@ import {
   waitFor,
   type TestIngest,
 } from '../support/ingest.ts';
+import { nodeArguments } from '../support/processes.ts';
 
 const run = promisify(execFile);
-const cli = new URL('../../services/cli/src/main.ts', import.meta.url).pathname;
-const tsx = new URL('../../node_modules/.bin/tsx', import.meta.url).pathname;
 
 let db: TestDatabase;
 let broker: TestBroker;
@@ -40,7 +39,7 @@ afterAll(async () => {
 
 async function replay(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(tsx, [cli, 'replay', ...args], {
+    const { stdout, stderr } = await run(process.execPath, nodeArguments('cli', 'replay', ...args), {
       env: { ...process.env, GANTRY_DATABASE_URL: db.url, GANTRY_LOG_LEVEL: 'silent' },
     });
     return { code: 0, stdout, stderr };

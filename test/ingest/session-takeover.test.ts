@@ -72,7 +72,7 @@ describe('two ingests with one client id on an MQTT 3.1.1 broker (no DISCONNECT 
   const running: RunningIngest[] = [];
 
   beforeAll(async () => {
-    aedes = await startEmbeddedBroker(await freePort(), silentLogger());
+    aedes = await startEmbeddedBroker({ port: await freePort(), fixed: true }, silentLogger());
   });
   afterAll(async () => {
     for (const ingest of running) await ingest.stop().catch(() => undefined);

@@ -1,6 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { checkTimescaleAvailability, dbDirectory, migrateDatabase, type StorageMode } from '@gantry/db';
@@ -82,7 +84,19 @@ async function ensureTemplate(admin: pg.Client, mode: StorageMode, fingerprint: 
   return name;
 }
 
+/**
+ * Builds dist/ (incremental: a fraction of a second when nothing changed). The services the
+ * tests spawn run the built JavaScript, as deployed, so even one test file run on its own
+ * (`pnpm vitest run test/x.test.ts`) must not find a stale or missing build.
+ */
+function buildWorkspace(): void {
+  execFileSync(process.execPath, [fileURLToPath(new URL('../../scripts/build.mjs', import.meta.url))], {
+    stdio: 'inherit',
+  });
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  buildWorkspace();
   const admin = new pg.Client({ connectionString: serverUrl() });
   await admin.connect();
   const fingerprint = schemaFingerprint();

@@ -1,22 +1,36 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './broker.ts';
 
 /**
  * Gantry's services as real processes (their standalone entry points), for tests and
- * drills that kill, restart or multiply them. Each is node itself with tsx's loader
- * (not the tsx wrapper), so a signal reaches the real process.
+ * drills that kill, restart or multiply them. Each is the built JavaScript (dist/, as
+ * deployed; the suite's global setup builds it) run by node itself, so a signal reaches
+ * the real process.
  */
 export type ServiceName = 'api' | 'ingest' | 'worker';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
-const entryPoints: Record<ServiceName, string> = {
-  api: 'services/api/src/main.ts',
-  ingest: 'services/ingest/src/main.ts',
-  worker: 'services/worker/src/main.ts',
-};
+/** The built entry point of a service (services/<name>/dist/main.js), absolute. */
+export function builtEntry(service: ServiceName | 'cli' | 'simulator'): string {
+  return path.join(repoRoot, 'services', service, 'dist', 'main.js');
+}
+
+/** node's arguments to run a built service: stack traces point at the TypeScript sources. */
+export function nodeArguments(service: ServiceName | 'cli' | 'simulator', ...args: string[]): string[] {
+  return ['--enable-source-maps', builtEntry(service), ...args];
+}
+
+/**
+ * node's arguments to run a TypeScript script of test/ (a load generator, a stand-in
+ * server) with tsx's loader, the workspace packages read from their sources.
+ */
+export function tsxArguments(script: string, ...args: string[]): string[] {
+  return ['--conditions=gantry-source', '--import', 'tsx', script, ...args];
+}
 
 /** The variable naming the port each service serves /healthz (and /metrics) on. */
 const healthPortVariable: Record<ServiceName, string> = {
@@ -63,7 +77,7 @@ const running = new Set<ServiceProcess>();
  */
 export async function spawnService(name: ServiceName, options: SpawnServiceOptions): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', entryPoints[name]], {
+  const child = spawn(process.execPath, nodeArguments(name), {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH,

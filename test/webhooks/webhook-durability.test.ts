@@ -1,17 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { json, startTestApi, type TestApi } from '../support/api.ts';
 import { createTenantWithKeys } from '../support/fixtures.ts';
+import { nodeArguments, repoRoot } from '../support/processes.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { produceEvent, waitForDeliveries } from './helpers.ts';
 
-// The worker as its own process (services/worker/src/main.ts), killed with SIGKILL
+// The worker as its own process (services/worker/dist/main.js), killed with SIGKILL
 // while it holds deliveries in flight, then started again.
-
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const workerMain = fileURLToPath(new URL('../../services/worker/src/main.ts', import.meta.url));
 
 let db: TestDatabase;
 let api: TestApi;
@@ -31,7 +28,7 @@ afterAll(async () => {
 });
 
 function startWorkerProcess(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', workerMain], {
+  const child = spawn(process.execPath, nodeArguments('worker'), {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH,

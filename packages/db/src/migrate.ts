@@ -3,6 +3,7 @@ import pg from 'pg';
 import { runner } from 'node-pg-migrate';
 import type { Logger } from '@gantry/logger';
 import { installGoldRelations } from './gold.ts';
+import { maintainPartitions } from './partitions.ts';
 import { dbDirectory } from './paths.ts';
 import {
   applyRetentionPolicies,
@@ -18,6 +19,11 @@ export interface MigrateOptions {
   storageMode: RequestedStorageMode;
   retention?: { bronzeDays: number; readingDays: number };
   logger?: Logger;
+  /**
+   * The folder holding the SQL (migrations, storage-mode layers, gold definitions);
+   * the repository's db/ by default. Upgrade tests migrate with an earlier copy of it.
+   */
+  directory?: string;
 }
 
 export interface MigrateResult {
@@ -28,21 +34,23 @@ export interface MigrateResult {
 /**
  * Brings a database to the current schema: the shared migrations (db/migrations), the
  * layer of its storage mode (db/postgres or db/timescaledb), the gold relations
- * (db/gold) and the retention policies. Safe to run again and from several processes.
+ * (db/gold), the retention policies (TimescaleDB) or the partitions of the days around
+ * now (PostgreSQL mode). Safe to run again and from several processes.
  */
 export async function migrateDatabase(databaseUrl: string, options: MigrateOptions): Promise<MigrateResult> {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'gantry-migrate' });
   await client.connect();
   const logger = options.logger;
   const log = (message: string) => logger?.debug({ migration: message.trim() }, 'migration');
+  const directory = options.directory ?? dbDirectory;
   try {
     await client.query('SET client_min_messages = warning');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
 
-    const run = async (directory: string, table: string) =>
+    const run = async (folder: string, table: string) =>
       runner({
         dbClient: client,
-        dir: path.join(dbDirectory, directory),
+        dir: path.join(directory, folder),
         migrationsTable: table,
         direction: 'up',
         count: Infinity,
@@ -66,9 +74,12 @@ export async function migrateDatabase(databaseUrl: string, options: MigrateOptio
     applied.push(...(await run(layer, `gantry_migrations_${layer}`)).map((m) => `${layer}/${m.name}`));
 
     await client.query('BEGIN');
-    await installGoldRelations(client, storageMode, logger);
+    await installGoldRelations(client, storageMode, logger, directory);
     if (options.retention) await applyRetentionPolicies(client, storageMode, options.retention);
     await client.query('COMMIT');
+    // PostgreSQL mode: the days around now get their partitions before any process writes
+    // (the worker keeps them ahead and applies retention from then on).
+    if (storageMode === 'postgres') await maintainPartitions(client);
 
     if (applied.length > 0) logger?.info({ storageMode, applied }, 'database migrated');
     return { storageMode, applied };

@@ -7,7 +7,7 @@ import { DEMO_YARD, fleetTraffic } from './traffic.ts';
 
 const usage = `gantry simulator: publishes a simulated fleet over MQTT
 
-  tsx services/simulator/src/main.ts [options]
+  node services/simulator/dist/main.js [options]   (or: pnpm --filter @gantry/simulator start [options])
 
   --mqtt-url URL       broker (default $GANTRY_MQTT_URL or mqtt://127.0.0.1:1883)
   --devices IDS        comma-separated device ids (default demo-sc-01,demo-rs-02,…: the demo's)

@@ -163,6 +163,12 @@ export function badMessageCases(
       message: message('gps', null, { raw: Buffer.from([0x7b, 0xff, 0xfe, 0x7d]) }),
     },
     {
+      label: 'a lone surrogate escape, text with no UTF-8 form',
+      status: 'rejected',
+      reason: 'invalid_utf8',
+      message: message('identifier', null, { raw: `{"ts":"${iso}","identifier":"OP-\\ud800"}` }),
+    },
+    {
       label: 'a payload over 64 KiB',
       status: 'rejected',
       reason: 'payload_too_large',

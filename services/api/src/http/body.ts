@@ -1,6 +1,11 @@
+import type { Readable } from 'node:stream';
+import zlib from 'node:zlib';
+import bourne from '@hapi/bourne';
+import { findIllFormedText, mayHoldSurrogateEscape } from '@gantry/contracts';
 import type { Context, Middleware } from 'koa';
-import { koaBody } from 'koa-body';
+import getRawBody from 'raw-body';
 import { UnsupportedMediaTypeError, ValidationError } from '../errors.ts';
+import { decodeUtf8Body, ILL_FORMED_TEXT } from './text.ts';
 
 /** Content-Encodings a JSON body may use: decoded, with the size limit applied to the decoded bytes. */
 export const DECODED_ENCODINGS = ['gzip', 'deflate', 'br'] as const;
@@ -8,7 +13,7 @@ export const DECODED_ENCODINGS = ['gzip', 'deflate', 'br'] as const;
 /** Charsets a JSON body may declare: JSON between systems is UTF-8 (RFC 8259 §8.1), ASCII being a subset. */
 const JSON_CHARSETS = /^(utf-?8|us-ascii)$/i;
 
-/** The methods whose bodies are read, whatever the route: the ones koa-body parses. */
+/** The methods whose bodies are read, whatever the route. */
 export const READ_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 export function hasRequestBody(ctx: Context): boolean {
@@ -21,25 +26,69 @@ function contentEncoding(ctx: Context): string {
   return value === '' ? 'identity' : value;
 }
 
+/** Media types read as JSON bodies (others are left to the routes that take them). */
+const JSON_TYPES = [
+  'application/json',
+  'application/json-patch+json',
+  'application/vnd.api+json',
+  'application/csp-report',
+  'application/reports+json',
+];
+
+/** A JSON text must be an object or an array. */
+const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
+
+/** The request's body as its bytes, decoded from its Content-Encoding. */
+function decodedStream(ctx: Context, encoding: string): Readable {
+  if (encoding === 'gzip') return ctx.req.pipe(zlib.createGunzip());
+  if (encoding === 'deflate') return ctx.req.pipe(zlib.createInflate());
+  if (encoding === 'br') return ctx.req.pipe(zlib.createBrotliDecompress());
+  return ctx.req;
+}
+
 /**
- * Parses JSON bodies (koa-body, at most `maxJsonBytes` once decoded) after refusing, with
- * a 415, what cannot be read: a Content-Encoding other than identity, gzip, deflate or br
+ * The JSON value of a body read as bytes. Bytes that are not UTF-8 and lone surrogate
+ * escapes are refused naming the field that holds them (text.ts): read leniently, they
+ * would be stored as U+FFFD, or refused by PostgreSQL after the fact.
+ */
+function parseJsonBody(bytes: Buffer): unknown {
+  const { text, valid } = decodeUtf8Body(bytes);
+  if (text === '') return {};
+  let value: unknown;
+  try {
+    if (!OBJECT_OR_ARRAY.test(text)) throw new SyntaxError('not an object or an array');
+    // bourne refuses __proto__ keys, which would poison objects merged from the body.
+    value = bourne.parse(text, { protoAction: 'error' });
+  } catch {
+    if (!valid) throw new ValidationError('request body is not valid UTF-8', 'invalid_body');
+    throw new ValidationError('request body is not valid JSON', 'invalid_body');
+  }
+  if (!valid || mayHoldSurrogateEscape(text)) {
+    const path = findIllFormedText(value);
+    if (path !== null) {
+      throw new ValidationError(
+        path === '' ? `invalid body: ${ILL_FORMED_TEXT}` : `invalid body field ${path}: ${ILL_FORMED_TEXT}`,
+        'invalid_body',
+      );
+    }
+    // A bad byte can make a pair with an escaped high surrogate just before it: refused all the same.
+    if (!valid) throw new ValidationError('request body is not valid UTF-8', 'invalid_body');
+  }
+  return value;
+}
+
+/**
+ * Parses JSON bodies (at most `maxJsonBytes` once decoded) after refusing, with a 415,
+ * what cannot be read: a Content-Encoding other than identity, gzip, deflate or br
  * (uploads take identity only: files are sent as they are), and a JSON charset other
- * than UTF-8. A body that does not decode is a 400, never a 500. Multipart uploads and
- * other media types are left to the routes that take them.
+ * than UTF-8. A body that does not decode is a 400, never a 500; so is text that could
+ * not be stored as it was sent (parseJsonBody). Multipart uploads and other media types
+ * are left to the routes that take them.
  */
 export function requestBody(options: { maxJsonBytes: number }): Middleware {
-  const parse = koaBody({
-    json: true,
-    jsonStrict: true,
-    jsonLimit: options.maxJsonBytes,
-    multipart: false,
-    urlencoded: false,
-    text: false,
-  });
   return async (ctx, next) => {
-    // Bodies of other methods are never read (koa-body's parsed methods), so never refused.
-    if (!hasRequestBody(ctx) || !READ_METHODS.has(ctx.method)) return parse(ctx, next);
+    // Bodies of other methods are never read, so never refused.
+    if (!hasRequestBody(ctx) || !READ_METHODS.has(ctx.method)) return next();
     const encoding = contentEncoding(ctx);
     const json = ctx.is('json') !== false;
     if (encoding !== 'identity') {
@@ -49,8 +98,6 @@ export function requestBody(options: { maxJsonBytes: number }): Middleware {
           'unsupported_content_encoding',
         );
       }
-      // The decoder matches exact lower-case names.
-      ctx.req.headers['content-encoding'] = encoding;
     }
     if (json && ctx.request.charset !== '' && !JSON_CHARSETS.test(ctx.request.charset)) {
       throw new UnsupportedMediaTypeError(
@@ -58,19 +105,22 @@ export function requestBody(options: { maxJsonBytes: number }): Middleware {
         'unsupported_charset',
       );
     }
-    let parsed = false;
+    if (!ctx.is(JSON_TYPES)) return next();
+    let bytes: Buffer;
     try {
-      await parse(ctx, () => {
-        parsed = true;
-        return next();
+      bytes = await getRawBody(decodedStream(ctx, encoding), {
+        limit: options.maxJsonBytes,
+        // The declared length is the encoded one: it bounds only an identity body.
+        length: encoding === 'identity' ? ctx.get('content-length') || null : null,
       });
     } catch (caught) {
       // Decoder errors carry no HTTP status: the body was not valid compressed data.
-      const status = (caught as { status?: unknown }).status;
-      if (!parsed && encoding !== 'identity' && typeof status !== 'number') {
+      if (encoding !== 'identity' && typeof (caught as { status?: unknown }).status !== 'number') {
         throw new ValidationError(`the request body is not valid ${encoding} data`, 'invalid_body');
       }
       throw caught;
     }
+    (ctx.request as { body?: unknown }).body = parseJsonBody(bytes);
+    return next();
   };
 }

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { MethodNotAllowedError, UnsupportedMediaTypeError, ValidationError } from '../errors.ts';
 import type { AuthContext } from './auth.ts';
 import { hasRequestBody } from './body.ts';
+import { assertWellFormedHeader, assertWellFormedQuery } from './text.ts';
 
 export type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
 
@@ -155,7 +156,9 @@ function declaredHeaders(ctx: Context, schema: z.ZodObject): Record<string, stri
   const present: Record<string, string> = {};
   for (const name of Object.keys(schema.shape)) {
     const value = ctx.request.headers[name.toLowerCase()];
-    if (value !== undefined) present[name] = Array.isArray(value) ? value.join(', ') : value;
+    if (value === undefined) continue;
+    present[name] = Array.isArray(value) ? value.join(', ') : value;
+    assertWellFormedHeader(name, present[name]);
   }
   return present;
 }
@@ -173,6 +176,9 @@ export function routeMiddleware(route: RouteSpec, options: MountOptions): Middle
   return async (ctx) => {
     const auth = ctx.state.auth as AuthContext;
     const params = parseInput(route.request?.params, ctx.params, 'path parameter', 'invalid_parameter');
+    // Checked on the raw query string: the parsed one has U+FFFD where the bytes were not
+    // UTF-8. A route that takes no query reads none of it.
+    if (route.request?.query) assertWellFormedQuery(ctx.querystring);
     const query = parseInput(route.request?.query, flattenQuery(ctx.query), 'query parameter', 'invalid_parameter');
     if (route.request?.headers) {
       // A declared header is checked as the document states it (an empty Idempotency-Key is a 400).

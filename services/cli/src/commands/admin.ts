@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createOutbox, createPool } from '@gantry/db';
 import { provisioning, provisioningSchemas as schemas } from '@gantry/api';
-import { UsageError, withDatabase, type Command } from '../command.ts';
+import { UsageError, type Command } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 
 type Deps = provisioning.ProvisioningDeps;
 

@@ -1,5 +1,5 @@
 import type { Command } from '../command.ts';
-import { withDatabase } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 
 export const databaseUrlCommand: Command = {
   name: 'database-url',

@@ -2,7 +2,8 @@ import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db
 import type { Logger } from '@gantry/logger';
 import { DEMO_CUSTOMER_NAME, DEMO_TENANT_NAME, provisioning, provisionDemo } from '@gantry/api';
 import { startDemoFleet, type DemoFleet, type LatLon } from '@gantry/simulator';
-import { withDatabase, type Command, type CommandContext } from '../command.ts';
+import type { Command, CommandContext } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 
 export interface DemoKeys {
   tenantId: string;

@@ -1,5 +1,6 @@
 import { migrateDatabase } from '@gantry/db';
-import { withDatabase, type Command } from '../command.ts';
+import type { Command } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 
 export const migrateCommand: Command = {
   name: 'migrate',

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createPool } from '@gantry/db';
 import { DEVICE_ID_PATTERN, replayBronze } from '@gantry/ingest';
-import { UsageError, withDatabase, type Command } from '../command.ts';
+import { UsageError, type Command } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 
 const instant = (name: string) =>
   z

@@ -3,19 +3,13 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@gantry/config';
-import {
-  createOutbox,
-  isPortInUse,
-  migrateDatabase,
-  onShutdown,
-  openDatabase,
-  startEmbeddedPostgres,
-} from '@gantry/db';
+import { choosePort, createOutbox, migrateDatabase, onShutdown, openDatabase, startEmbeddedPostgres } from '@gantry/db';
 import { startApiServer } from '@gantry/api';
 import { startIngest } from '@gantry/ingest';
 import { startWorker } from '@gantry/worker';
 import type { Command, CommandContext } from '../command.ts';
 import { startEmbeddedBroker } from '../embedded-broker.ts';
+import { removeRunningFile, writeRunningFile } from '../running.ts';
 import { ensureDemo, startDemoFleetFromDatabase, type DemoFleetStart, type DemoKeys } from './demo.ts';
 
 /** The admin token: configured, or generated once and kept in the data directory. */
@@ -28,55 +22,89 @@ async function adminToken(config: Config): Promise<{ token: string; generated: b
   return { token, generated: true };
 }
 
+/** The line telling that a default port was taken and which one was used instead. */
+function movedPort(listener: string, requested: number, used: number, variable: string): string[] {
+  return requested === used
+    ? []
+    : [`${requested} is taken, so the ${listener} listens on ${used} (${variable} sets the port)`];
+}
+
 export const startCommand: Command = {
   name: 'start',
   summary: 'Run api + ingest + worker in one process (embedded PostgreSQL and MQTT broker when none is configured)',
   usage: 'gantry start',
   async run(_argv, context) {
-    const stops: Array<() => Promise<void>> = [];
-    const stopAll = async () => {
-      for (const stop of stops.reverse())
-        await stop().catch((error: unknown) => context.logger.warn({ err: error }, 'stop failed'));
-      stops.length = 0;
-    };
-    onShutdown(context.logger, stopAll);
-    try {
-      await startAll(context, stops);
-    } catch (error) {
-      // Whatever did start (the embedded PostgreSQL above all) must not outlive us.
-      await stopAll();
-      throw error;
-    }
+    const stopper = createStopper(context);
+    onShutdown(context.logger, stopper.stopAll);
+    await startGantry(context, stopper);
   },
 };
+
+/** What `gantry start` started, stopped in reverse order of starting. */
+export interface Stopper {
+  stops: Array<() => Promise<void>>;
+  stopAll(): Promise<void>;
+}
+
+export function createStopper({ logger }: CommandContext): Stopper {
+  const stops: Array<() => Promise<void>> = [];
+  return {
+    stops,
+    async stopAll() {
+      for (const stop of stops.reverse())
+        await stop().catch((error: unknown) => logger.warn({ err: error }, 'stop failed'));
+      stops.length = 0;
+    },
+  };
+}
+
+/** Starts everything `gantry start` runs, registering each stop with `stopper`. */
+export async function startGantry(context: CommandContext, stopper: Stopper): Promise<void> {
+  try {
+    await startAll(context, stopper.stops);
+  } catch (error) {
+    // Whatever did start (the embedded PostgreSQL above all) must not outlive us.
+    await stopper.stopAll();
+    throw error;
+  }
+}
 
 async function startAll(
   { config: baseConfig, logger, print }: CommandContext,
   stops: Array<() => Promise<void>>,
 ): Promise<void> {
   await mkdir(path.resolve(baseConfig.dataDir), { recursive: true });
-  if (!baseConfig.mqtt.url && (await isPortInUse(baseConfig.mqtt.embeddedPort))) {
-    throw new Error(
-      `port ${baseConfig.mqtt.embeddedPort} is already in use, so the embedded MQTT broker cannot start there; ` +
-        `set GANTRY_MQTT_PORT to a free port, or GANTRY_MQTT_URL to use that broker`,
+  // The broker first: it starts in no time, so a port conflict shows at once, and it
+  // holds its port while the embedded PostgreSQL (slow on a first start) comes up.
+  const moved: string[] = [];
+  let mqttUrl = baseConfig.mqtt.url;
+  if (!mqttUrl) {
+    const broker = await startEmbeddedBroker(
+      { port: baseConfig.mqtt.embeddedPort, fixed: baseConfig.fixedPorts.mqtt },
+      logger,
     );
+    stops.push(() => broker.stop());
+    mqttUrl = broker.url;
+    moved.push(...movedPort('MQTT broker', baseConfig.mqtt.embeddedPort, broker.port, 'GANTRY_MQTT_PORT'));
   }
-
   let databaseUrl = baseConfig.databaseUrl;
+  let embeddedPostgresPort: number | null = null;
   if (!databaseUrl) {
     const embedded = await startEmbeddedPostgres({
       dataDir: baseConfig.dataDir,
       port: baseConfig.embeddedPostgresPort,
+      fixedPort: baseConfig.fixedPorts.embeddedPostgres,
       logger,
     });
-    stops.push(() => embedded.stop());
+    // Stopped last, after the broker that started before it.
+    stops.unshift(() => embedded.stop());
     databaseUrl = embedded.url;
-  }
-  let mqttUrl = baseConfig.mqtt.url;
-  if (!mqttUrl) {
-    const broker = await startEmbeddedBroker(baseConfig.mqtt.embeddedPort, logger);
-    stops.push(() => broker.stop());
-    mqttUrl = broker.url;
+    embeddedPostgresPort = embedded.port;
+    if (!embedded.reused) {
+      moved.push(
+        ...movedPort('embedded PostgreSQL', baseConfig.embeddedPostgresPort, embedded.port, 'GANTRY_EMBEDDED_PG_PORT'),
+      );
+    }
   }
   const token = await adminToken(baseConfig);
   const config: Config = {
@@ -105,6 +133,13 @@ async function startAll(
   stops.push(() => worker.stop());
   const ingest = await startIngest({ config, pool, logger, storageMode });
   stops.push(() => ingest.stop());
+  const apiPort = await choosePort({
+    port: config.http.port,
+    fixed: config.fixedPorts.http,
+    host: config.http.host,
+    listener: 'the API',
+    remedy: 'set GANTRY_PORT to a free port',
+  });
   const api = await startApiServer(
     {
       config,
@@ -118,9 +153,10 @@ async function startAll(
         },
       },
     },
-    { host: config.http.host, port: config.http.port },
+    { host: config.http.host, port: apiPort },
   );
   stops.push(() => api.close());
+  moved.push(...movedPort('API', config.http.port, apiPort, 'GANTRY_PORT'));
 
   // The demo fleet: every enabled device of the demo tenant drives around the yard; on a
   // fresh demo it uploads its recent past first (in the background: the banner comes now).
@@ -136,9 +172,17 @@ async function startAll(
     if (fleet) stops.splice(stops.length - 1, 0, () => fleet.stop());
   }
 
+  const running = await writeRunningFile(config.dataDir, {
+    api: api.port,
+    mqtt: Number(new URL(mqttUrl).port || 1883),
+    postgres: embeddedPostgresPort,
+  });
+  stops.push(() => removeRunningFile(running));
+
   const base = config.http.publicUrl ?? `http://localhost:${api.port}`;
   print('');
   print(`Gantry is running (${storageMode} mode).`);
+  for (const note of moved) print(`  Port:      ${note}`);
   print(`  API:       ${base}/api/external/v1`);
   print(`  Guide:     ${base}/api/external/v1/guide`);
   print(`  Reference: ${base}/api/external/v1/docs`);

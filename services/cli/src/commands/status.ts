@@ -1,9 +1,12 @@
 import { checkTimescaleAvailability, createPool, readDatabaseStatus } from '@gantry/db';
-import { withDatabase, type Command } from '../command.ts';
+import type { Command } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
+import { readRunningFile } from '../running.ts';
 
 export const statusCommand: Command = {
   name: 'status',
-  summary: 'Show the storage mode, migrations and gold coverage of the database',
+  summary:
+    'Show the ports of the running `gantry start`, and the storage mode, migrations and gold coverage of the database',
   usage: 'gantry status [--json]',
   run: (argv, context) =>
     withDatabase(context, async (url) => {
@@ -12,10 +15,16 @@ export const statusCommand: Command = {
       try {
         const status = await readDatabaseStatus(pool);
         const timescale = await checkTimescaleAvailability(pool);
+        const running = await readRunningFile(context.config.dataDir);
         if (argv.includes('--json')) {
-          print(JSON.stringify({ ...status, timescaleAvailable: timescale.available }, null, 2));
+          print(JSON.stringify({ ...status, timescaleAvailable: timescale.available, running }, null, 2));
           return;
         }
+        if (running) {
+          const { api, mqtt, postgres } = running.ports;
+          const database = postgres === null ? '' : `, embedded PostgreSQL on ${postgres}`;
+          print(`gantry start:     running (pid ${running.pid}): API on ${api}, MQTT on ${mqtt}${database}`);
+        } else print('gantry start:     not running');
         print(`storage mode:     ${status.storageMode ?? 'not migrated yet'}`);
         print(`postgresql:       ${status.serverVersion}`);
         print(`timescaledb:      ${status.timescaledbVersion ?? `not in use (${timescale.reason})`}`);

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { unknownDevices } from '@gantry/api';
 import { createOutbox, createPool } from '@gantry/db';
 import { replayBronze } from '@gantry/ingest';
-import { type Command, UsageError, withDatabase } from '../command.ts';
+import { type Command, UsageError } from '../command.ts';
+import { withDatabase } from '../with-database.ts';
 
 /** The parsed arguments, or a usage error naming what was wrong. */
 function parse<T>(usage: string, read: () => T): T {

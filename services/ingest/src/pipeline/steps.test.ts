@@ -13,6 +13,17 @@ function raw(type: string, payload: unknown, deviceId = 'sc-01'): RawMessage {
 }
 
 describe('parse steps', () => {
+  it('rejects a lone surrogate escape as invalid_utf8, naming the field, and keeps an escaped pair', () => {
+    const batch = `[{"type":"heartbeat","ts":${now}},{"type":"identifier","ts":${now},"identifier":"\\uD83D"}]`;
+    expect(parseMessage(raw('batch', batch), options).rejection).toEqual({
+      reason: 'invalid_utf8',
+      detail: '[1].identifier: a lone surrogate escape (\\uD800–\\uDFFF without its pair) is not UTF-8 text',
+    });
+    const paired = parseMessage(raw('identifier', `{"ts":${now},"identifier":"OP-\\ud83d\\ude00"}`), options);
+    expect(paired.rejection).toBeNull();
+    expect(paired.readings[0]).toMatchObject({ identifier: 'OP-😀' });
+  });
+
   it('turns a gps payload into a reading with ts in epoch ms and fix defaulting to true', () => {
     const message = parseMessage(
       raw('gps', { ts: '2026-03-10T11:59:58.250Z', lat: 51.95, lon: 4.05, speedKmh: 7 }),
@@ -37,6 +48,8 @@ describe('parse steps', () => {
     ['unknown_device', raw('gps', { ts: now }, 'bad id with spaces')],
     ['payload_too_large', raw('heartbeat', { ts: now, firmware: 'x'.repeat(2000) })],
     ['invalid_utf8', { topic: 'gantry/v1/devices/sc-01/gps', payload: Buffer.from([0xc3, 0x28]), receivedAt: now }],
+    ['invalid_utf8', raw('identifier', `{"ts":${now},"identifier":"OP-\\ud800"}`)],
+    ['invalid_utf8', raw('gps', `{"ts":${now},"lat":1,"lon":2,"note":"\\udfff"}`)],
     ['invalid_json', raw('gps', '{"ts":')],
     ['invalid_payload', raw('gps', '"just a string"')],
     ['missing_field', raw('gps', { ts: now, lat: 1 })],

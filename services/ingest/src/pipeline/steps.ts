@@ -1,6 +1,8 @@
 import type { z } from 'zod';
 import {
   DEVICE_ID_PATTERN,
+  findIllFormedText,
+  mayHoldSurrogateEscape,
   TOPIC_PREFIX,
   deviceTimestampSchema,
   isDeviceMessageType,
@@ -107,6 +109,22 @@ export function parseJsonStep(text: string): StepResult<unknown> {
   }
 }
 
+/**
+ * A lone surrogate escape (`"\ud800"`) parses into a string that has no UTF-8 form: a
+ * stored reading would hold U+FFFD instead. Such a payload is no more UTF-8 text than
+ * invalid bytes are, so it is rejected with the same reason, naming the field. Only a
+ * payload with a \uD800–\uDFFF escape is walked.
+ */
+export function checkTextStep(text: string, value: unknown): StepResult<unknown> {
+  if (!mayHoldSurrogateEscape(text)) return ok(value);
+  const path = findIllFormedText(value);
+  if (path === null) return ok(value);
+  return rejected(
+    'invalid_utf8',
+    `${path === '' ? 'payload' : clip(path, 80)}: a lone surrogate escape (\\uD800–\\uDFFF without its pair) is not UTF-8 text`,
+  );
+}
+
 /** The value at a zod issue path inside the input, to tell "missing" from "wrong type". */
 function valueAt(input: unknown, path: PropertyKey[]): unknown {
   let current = input;
@@ -196,7 +214,7 @@ function rejectWith(message: ParsedMessage, result: { reason: RejectionReason; d
 }
 
 /**
- * The per-message steps: topic → size → UTF-8 → JSON → schema → time bounds. Pure and
+ * The per-message steps: topic → size → UTF-8 → JSON → well-formed text → schema → time bounds. Pure and
  * synchronous; device resolution and deduplication happen per batch (storage).
  */
 export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number; bounds: TimeBounds }): ParsedMessage {
@@ -223,6 +241,8 @@ export function parseMessage(raw: RawMessage, options: { maxPayloadBytes: number
   if (!text.ok) return rejectWith(message, text);
   const json = parseJsonStep(text.value);
   if (!json.ok) return rejectWith(message, json);
+  const wellFormed = checkTextStep(text.value, json.value);
+  if (!wellFormed.ok) return rejectWith(message, wellFormed);
 
   const type = topic.value.messageType;
   if (type !== 'batch') {

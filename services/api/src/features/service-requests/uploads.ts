@@ -107,6 +107,22 @@ export async function detectMimeType(head: Buffer, declared: string): Promise<st
 }
 
 /**
+ * The error for a part whose name, filename or value was not UTF-8, or null. busboy
+ * decodes them leniently, so such bytes arrive as U+FFFD; a U+FFFD that was really sent
+ * cannot be told apart, and is refused as well (a name never needs one).
+ */
+function illFormedPartText(name: string, text: { filename?: string; value?: string }): ValidationError | null {
+  const where = (what: string) => `invalid multipart body: the ${what} of part ${JSON.stringify(name.slice(0, 60))}`;
+  const rule = 'must be well-formed UTF-8 text (no invalid bytes, no U+FFFD)';
+  if (name.includes('\uFFFD'))
+    return new ValidationError(`invalid multipart body: a part name ${rule}`, 'invalid_multipart');
+  if (text.filename?.includes('\uFFFD'))
+    return new ValidationError(`${where('filename')} ${rule}`, 'invalid_multipart');
+  if (text.value?.includes('\uFFFD')) return new ValidationError(`${where('value')} ${rule}`, 'invalid_multipart');
+  return null;
+}
+
+/**
  * Reads a multipart/form-data request with exactly one file in the part `fieldName`,
  * handing that part to `store` as a stream while it arrives. Other fields are ignored.
  * On any failure the rest of the request is drained (so the client reads the error)
@@ -123,6 +139,9 @@ export function receiveSingleFile<T>(
     try {
       parser = busboy({
         headers: request.headers,
+        // Names and filenames are UTF-8 (what browsers send), not busboy's default Latin-1,
+        // which would store "Prüfbericht.pdf" as "PrÃ¼fbericht.pdf".
+        defParamCharset: 'utf8',
         limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 },
       });
     } catch (error) {
@@ -147,6 +166,13 @@ export function receiveSingleFile<T>(
     };
 
     parser.on('file', (name, partStream, info) => {
+      const illFormed = illFormedPartText(name, { filename: info.filename });
+      if (illFormed !== null) {
+        partStream.on('error', () => undefined);
+        partStream.resume();
+        fail(illFormed);
+        return;
+      }
       if (finished || name !== options.fieldName || upload !== null) {
         if (name === options.fieldName && upload !== null) extraFiles += 1;
         // Skipped parts are drained; a broken body is reported by the parser's own error.
@@ -172,6 +198,11 @@ export function receiveSingleFile<T>(
       storing.catch(fail);
     });
 
+    // Other fields are not kept, but their text is held to the same rule as the file's name.
+    parser.on('field', (name, value) => {
+      const illFormed = illFormedPartText(name, { value });
+      if (illFormed !== null) fail(illFormed);
+    });
     parser.on('error', (error: Error) =>
       fail(new ValidationError(`invalid multipart body: ${error.message}`, 'invalid_multipart')),
     );

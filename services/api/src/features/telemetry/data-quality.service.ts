@@ -104,13 +104,12 @@ interface DataQualityRead extends CounterColumns {
  * semi-join on the devices, a quarter of the statement) and the caller keeps the
  * devices in scope.
  */
-async function readReport(
-  db: Queryable,
+export function dataQualityStatement(
   scope: TelemetryScope,
   hours: HourRange,
   assetId: string | undefined,
   rules: StatusRules,
-) {
+): { text: string; values: unknown[] } {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope)];
   if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);
@@ -120,8 +119,8 @@ async function readReport(
     { tenantId: scope.tenantId, devices: wholeTenant ? 'tenant' : { inQuery: 'SELECT id FROM scoped' }, ...hours },
     params,
   );
-  const { rows } = await db.query<DataQualityRead>(
-    `/* api:dataQuality */
+  return {
+    text: `/* api:dataQuality */
      WITH scoped AS MATERIALIZED (
        SELECT d.id, d.device_id, d.enabled, ${onlineStatusSql(rules)} AS online_status, a.id AS asset_id, a.name,
               a.identifier, a.display_code, coalesce(t.name, '') AS asset_type_name,
@@ -156,8 +155,19 @@ async function readReport(
                         AND m.device_id IN (SELECT id FROM scoped)
                       ORDER BY m.received_at DESC, m.id DESC
                       LIMIT ${dataQualityRules.recentErrors}) AS e) AS "recentErrors"`,
-    params.values,
-  );
+    values: params.values,
+  };
+}
+
+async function readReport(
+  db: Queryable,
+  scope: TelemetryScope,
+  hours: HourRange,
+  assetId: string | undefined,
+  rules: StatusRules,
+): Promise<DataQualityRead> {
+  const { text, values } = dataQualityStatement(scope, hours, assetId, rules);
+  const { rows } = await db.query<DataQualityRead>(text, values);
   return rows[0]!;
 }
 

@@ -44,8 +44,11 @@ export interface PositionQuery {
  */
 export function positionStatement(scope: TelemetryScope, query: PositionQuery): ListStatement {
   const params = new SqlParams();
+  // The relation is read by its key (asset_id, bucket) alone: the asset's join below
+  // holds it to the key's tenant. A tenant condition on the relation would offer the
+  // planner its (tenant_id, bucket) index, which it takes when the relation has no
+  // statistics yet (a bulk upload not yet analysed), reading the whole tenant's range.
   const conditions = [
-    `p.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
     `p.asset_id = ${params.add(query.assetId, 'uuid')}`,
     `p.bucket >= ${params.add(query.from, 'timestamptz')}`,
     `p.bucket < ${params.add(query.to, 'timestamptz')}`,

@@ -82,6 +82,9 @@ const identifierSessionColumns: Column[] = [
  * A session list: tenant (for the index), asset scope, and overlap with [from, to) — a
  * session that began before `from` but ran into the range is included. Without a text
  * search the page is picked from the session table alone and only its rows are joined.
+ * One asset's list leads with the asset instead of the tenant (the asset scope still
+ * holds it to the key's tenant), so its (asset_id, start_ts DESC, id DESC) index is the
+ * only one that fits, whatever the statistics say, and gives the rows in page order.
  */
 function sessionStatement(
   table: 'usage_sessions' | 'identifier_sessions',
@@ -93,12 +96,13 @@ function sessionStatement(
 ): ListStatement {
   const params = new SqlParams();
   const own = [
-    `${alias}.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
+    filter.assetId
+      ? `${alias}.asset_id = ${params.add(filter.assetId, 'uuid')}`
+      : `${alias}.tenant_id = ${params.add(scope.tenantId, 'uuid')}`,
     `${alias}.asset_id IN (SELECT a.id FROM assets a WHERE ${assetScopeCondition(params, scope)})`,
     `${alias}.start_ts < ${params.add(filter.to, 'timestamptz')}`,
     `${alias}.end_ts > ${params.add(filter.from, 'timestamptz')}`,
   ];
-  if (filter.assetId) own.push(`${alias}.asset_id = ${params.add(filter.assetId, 'uuid')}`);
   if (filter.identifier) own.push(`${alias}.identifier = ${params.add(filter.identifier, 'text')}`);
   const joins = `JOIN assets a ON a.id = ${alias}.asset_id
 LEFT JOIN asset_types t ON t.id = a.asset_type_id

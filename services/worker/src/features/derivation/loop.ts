@@ -1,3 +1,4 @@
+import type { Config } from '@gantry/config';
 import type { WorkerLoop } from '../../loop.ts';
 import { derivationMetrics } from './metrics.ts';
 import { countDirtyDevices, pruneCheckpoints, queueDueRechecks } from './repository.ts';
@@ -5,16 +6,21 @@ import { deriveDirtyDevices, type DerivationDeps } from './service.ts';
 
 const RECHECK_EVERY_MS = 5_000;
 const PRUNE_EVERY_MS = 3_600_000;
-/** Hourly checkpoints older than this are thinned to one per day. */
+/** Checkpoints stay hourly this long (late data within it restarts from its own hour), then daily… */
 const HOURLY_CHECKPOINT_DAYS = 3;
+/** …this long, then weekly (repository.ts, pruneCheckpoints). */
+const DAILY_CHECKPOINT_DAYS = 31;
 
 /**
  * Derivation: while devices are dirty, derive them a batch at a time; every few
  * seconds queue devices whose open sessions fall due to time out; hourly, thin old
- * checkpoints. After each commit that derived something, `afterCommit` (TimescaleDB mode:
- * the present refresher's notify) has the gold buckets it invalidated refreshed at once.
+ * checkpoints to what late data can use. After each commit that derived something,
+ * `afterCommit` (TimescaleDB mode: the present refresher's notify) has the gold buckets it
+ * invalidated refreshed at once.
  */
-export function derivationLoop(deps: DerivationDeps & { afterCommit?: () => void }): WorkerLoop {
+export function derivationLoop(
+  deps: DerivationDeps & { config: Pick<Config, 'retention'>; afterCommit?: () => void },
+): WorkerLoop {
   let lastRecheck = 0;
   let lastPrune = 0;
   return {
@@ -29,7 +35,11 @@ export function derivationLoop(deps: DerivationDeps & { afterCommit?: () => void
       }
       if (now - lastPrune >= PRUNE_EVERY_MS) {
         lastPrune = now;
-        await pruneCheckpoints(deps.pool, HOURLY_CHECKPOINT_DAYS);
+        await pruneCheckpoints(deps.pool, {
+          hourlyDays: HOURLY_CHECKPOINT_DAYS,
+          dailyDays: DAILY_CHECKPOINT_DAYS,
+          readingDays: deps.config.retention.readingDays,
+        });
       }
       const run = await deriveDirtyDevices(deps);
       if (run.devices > 0) deps.afterCommit?.();

@@ -582,17 +582,48 @@ export async function queueDueRechecks(db: Queryable): Promise<number> {
   return rowCount ?? 0;
 }
 
-/** Keeps hourly checkpoints for `hourlyDays`, then one per UTC day. */
-export async function pruneCheckpoints(db: Queryable, hourlyDays: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `/* worker:pruneCheckpoints */
-     DELETE FROM derivation_checkpoints WHERE ctid IN (
-       SELECT ctid FROM derivation_checkpoints
-        WHERE at < now() - make_interval(days => $1) AND at <> date_trunc('day', at, 'UTC')
-        LIMIT 10000)`,
-    [hourlyDays],
-  );
-  return rowCount ?? 0;
+/** How long checkpoints stay hourly, then daily; beyond, weekly until the readings' retention. */
+export interface CheckpointHorizon {
+  hourlyDays: number;
+  dailyDays: number;
+  readingDays: number;
+}
+
+const CHECKPOINT_PRUNE_SLICE = 10_000;
+
+/**
+ * Thins checkpoints to what late data can use (docs/derivation.md, "Checkpoints"): all of
+ * them for `hourlyDays`, then the first of each device and UTC day until `dailyDays`, the
+ * first of each device and week until the readings' retention, and of the older ones
+ * only the newest (a late reading at the retention's edge restarts from it, never from
+ * scratch). So a device keeps a bounded number, whatever the age of its data. Deletes in
+ * slices, each its own statement, until none is left to thin.
+ */
+export async function pruneCheckpoints(db: Queryable, horizon: CheckpointHorizon): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.query(
+      `/* worker:pruneCheckpoints */
+       DELETE FROM derivation_checkpoints WHERE ctid IN (
+         -- Ranked within its device and day or week, first kept; past retention, newest kept.
+         SELECT ctid FROM (
+           SELECT ctid, row_number() OVER (PARTITION BY device_id, bucket ORDER BY CASE WHEN past_retention THEN -epoch ELSE epoch END) AS rank
+             FROM (
+               SELECT ctid, device_id, extract(epoch FROM at) AS epoch, at < now() - make_interval(days => $3) AS past_retention,
+                      CASE WHEN at >= now() - make_interval(days => $2) THEN date_bin('1 day', at, TIMESTAMPTZ '2000-01-03 00:00:00+00')
+                           WHEN at >= now() - make_interval(days => $3) THEN date_bin('7 days', at, TIMESTAMPTZ '2000-01-03 00:00:00+00')
+                           ELSE '-infinity' END AS bucket
+                 FROM derivation_checkpoints
+                WHERE at < now() - make_interval(days => $1)
+             ) aged
+         ) ranked
+         WHERE rank > 1
+         LIMIT ${CHECKPOINT_PRUNE_SLICE})`,
+      [horizon.hourlyDays, horizon.dailyDays, horizon.readingDays],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < CHECKPOINT_PRUNE_SLICE) return total;
+  }
 }
 
 export async function countDirtyDevices(db: Queryable): Promise<number> {

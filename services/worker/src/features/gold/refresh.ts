@@ -50,6 +50,8 @@ export interface GoldRefreshResult {
   applied: number;
   /** Some relation had more invalidations than one step takes. */
   more: boolean;
+  /** The earliest bucket start the step refreshed from the log (epoch ms), or null. */
+  earliest: number | null;
   failed: string[];
   /** Relations skipped because another refresher held them. */
   busy: string[];
@@ -163,7 +165,7 @@ async function recordFailure(db: Queryable, relation: string, error: unknown): P
 export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = {}): Promise<GoldRefreshResult> {
   const batch = options.batch ?? 20_000;
   const now = (options.now ?? Date.now)();
-  const result: GoldRefreshResult = { applied: 0, more: false, failed: [], busy: [] };
+  const result: GoldRefreshResult = { applied: 0, more: false, earliest: null, failed: [], busy: [] };
   for (const plan of refreshPlans) {
     if (options.only && !options.only.includes(plan.base)) continue;
     const started = performance.now();
@@ -178,6 +180,7 @@ export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = 
       }
       result.applied += step.applied;
       result.more ||= step.more;
+      result.earliest = minOf(result.earliest, step.earliest ?? null);
       goldMetrics.invalidations.inc({ relation: plan.base }, step.applied);
       goldMetrics.refreshSeconds.observe(
         { relation: plan.base, kind: step.kind },
@@ -197,6 +200,7 @@ interface Step {
   applied: number;
   more: boolean;
   kind: 'rebuild' | 'incremental';
+  earliest?: number | null;
 }
 
 interface StepOptions {
@@ -310,7 +314,12 @@ async function applyLog(pool: Pool, plan: RefreshPlan, options: StepOptions): Pr
         lowerFrom: true,
       });
     }
-    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental' };
+    return {
+      applied: log.rows.length,
+      more: log.rows.length === options.batch,
+      kind: 'incremental',
+      earliest: windows.length > 0 ? Math.min(...windows.map((w) => w.from)) : null,
+    };
   });
 }
 
@@ -402,7 +411,7 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         [plan.base],
       );
       for (const relation of relations) {
-        await callRefresh(client, relation, null, null);
+        await callRefresh(client, relation, null, null, pool);
       }
       await client.query(`DELETE FROM gold_invalidations WHERE relation = $1 AND id <= $2`, [
         plan.base,
@@ -431,10 +440,13 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
       baseWidth,
       false,
     );
-    for (const window of windows) await callRefresh(client, plan.base, window.from, window.to);
-    for (const rollup of plan.rollups) {
-      for (const window of mergeWindows(windows, widthOf(rollup), false))
-        await callRefresh(client, rollup, window.from, window.to);
+    // Slice by slice, each rollup right after its source: gold fills in as the step goes.
+    for (const slice of slices(windows, baseWidth)) {
+      await callRefresh(client, plan.base, slice.from, slice.to, pool);
+      for (const rollup of plan.rollups) {
+        const width = widthOf(rollup);
+        await callRefresh(client, rollup, floorTo(slice.from, width), ceilTo(slice.to, width), pool);
+      }
     }
     if (plan.fleet) {
       // The aggregates were refreshed outside the worker's sight of their old rows: the
@@ -460,24 +472,79 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         lowerFrom: true,
       });
     }
-    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental' };
+    return { applied: log.rows.length, more: log.rows.length === options.batch, kind: 'incremental', earliest: first };
   } finally {
     if (locked) await client.query(`SELECT pg_advisory_unlock(hashtext($1))`, [lockKey]).catch(() => undefined);
     client.release();
   }
 }
 
+/**
+ * Buckets one refresh call materializes at most: a day of minutes, 15 days of quarter
+ * hours, 60 days of hours — each call is one transaction, so a month uploaded late is
+ * refreshed in bounded steps and never in one statement holding a month of rows.
+ */
+const SLICE_BUCKETS = 1440;
+
+/**
+ * The windows cut at multiples of SLICE_BUCKETS buckets since the epoch, newest first
+ * (the history clients read first). Every rollup width divides a slice, so a rollup
+ * refreshed over a slice reads only source buckets of that slice (or of none logged).
+ */
+function slices(windows: Window[], width: number): Window[] {
+  const span = SLICE_BUCKETS * width;
+  const result: Window[] = [];
+  for (const window of windows) {
+    for (let from = window.from; from < window.to; from = floorTo(from, span) + span)
+      result.push({ subject: '', from, to: Math.min(window.to, floorTo(from, span) + span) });
+  }
+  return result.sort((a, b) => b.from - a.from);
+}
+
+/**
+ * Whether this TimescaleDB's refresh_continuous_aggregate takes `options` (2.21 on).
+ * From 2.28 a manual refresh cuts its window into batches of 10 buckets, one
+ * transaction each — ~4,500 of them for a month of minutes, where the work is a few
+ * seconds — unless `buckets_per_batch` says otherwise.
+ */
+const refreshTakesOptions = new WeakMap<Pool, Promise<boolean>>();
+
+function takesOptions(pool: Pool, client: PoolClient): Promise<boolean> {
+  let known = refreshTakesOptions.get(pool);
+  if (!known) {
+    known = client
+      .query<{ ok: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'refresh_continuous_aggregate' AND pronargs >= 5) AS ok`,
+      )
+      .then((result) => result.rows[0]?.ok === true);
+    known.catch(() => refreshTakesOptions.delete(pool));
+    refreshTakesOptions.set(pool, known);
+  }
+  return known;
+}
+
+/**
+ * A window (already a slice) refreshed in one pass (`buckets_per_batch` 0); a whole
+ * relation (null bounds: installed or changed) in TimescaleDB's own batches of
+ * SLICE_BUCKETS, which it cuts only where data or invalidations are.
+ */
 async function callRefresh(
   client: PoolClient,
   relation: string,
   from: number | null,
   to: number | null,
+  pool: Pool,
 ): Promise<void> {
-  await client.query(`CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz)`, [
-    relation,
-    from === null ? null : iso(from),
-    to === null ? null : iso(to),
-  ]);
+  const bounds = [relation, from === null ? null : iso(from), to === null ? null : iso(to)];
+  if (!(await takesOptions(pool, client))) {
+    await client.query(`CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz)`, bounds);
+    return;
+  }
+  const batch = from === null && to === null ? SLICE_BUCKETS : 0;
+  await client.query(
+    `CALL refresh_continuous_aggregate($1::regclass, $2::timestamptz, $3::timestamptz, options => $4::jsonb)`,
+    [...bounds, JSON.stringify({ buckets_per_batch: batch })],
+  );
 }
 
 /** The end of the continuous aggregate's materialized range, or null when nothing is materialized. */

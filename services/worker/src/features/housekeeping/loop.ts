@@ -1,13 +1,21 @@
 import type { Config } from '@gantry/config';
-import type { Pool, StorageMode } from '@gantry/db';
+import { maintainPartitions, type Pool, type StorageMode } from '@gantry/db';
+import type { Logger } from '@gantry/logger';
 import type { WorkerLoop } from '../../loop.ts';
 
 /**
- * Deletes what has outlived its purpose: expired Idempotency-Key records, and in
- * PostgreSQL mode bronze rows past their retention (TimescaleDB drops whole chunks
- * with its own retention policy). Deletes in slices to keep transactions short.
+ * Deletes what has outlived its purpose: expired Idempotency-Key records (in slices, to
+ * keep transactions short), and in PostgreSQL mode keeps silver's and bronze's day
+ * partitions (packages/db/src/partitions.ts): days ahead created, rows of the default
+ * partition moved to a day of their own, days past retention detached and dropped whole.
+ * TimescaleDB drops whole chunks with its own retention policies.
  */
-export function housekeepingLoop(deps: { pool: Pool; config: Config; storageMode: StorageMode }): WorkerLoop {
+export function housekeepingLoop(deps: {
+  pool: Pool;
+  config: Config;
+  storageMode: StorageMode;
+  logger: Logger;
+}): WorkerLoop {
   return {
     name: 'housekeeping',
     idleMs: 60_000,
@@ -16,48 +24,20 @@ export function housekeepingLoop(deps: { pool: Pool; config: Config; storageMode
         `/* worker:expireIdempotencyKeys */
          DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 5000)`,
       );
-      let pruned = 0;
+      let partitionWork = 0;
       if (deps.storageMode === 'postgres') {
-        // Bronze is two tables (docs/ingest.md): batch rows of up to a few thousand messages, and single rows.
-        const batches = await deps.pool.query(
-          `/* worker:pruneBronzeBatches */
-           DELETE FROM device_message_batches WHERE ctid IN (
-             SELECT ctid FROM device_message_batches WHERE received_from < now() - make_interval(days => $1)
-                AND received_to < now() - make_interval(days => $1) LIMIT 20)`,
-          [deps.config.retention.bronzeDays],
-        );
-        const bronze = await deps.pool.query(
-          `/* worker:pruneBronze */
-           DELETE FROM device_message_rows WHERE ctid IN (
-             SELECT ctid FROM device_message_rows WHERE received_at < now() - make_interval(days => $1) LIMIT 5000)`,
-          [deps.config.retention.bronzeDays],
-        );
-        // Silver has no index on ts alone: `WHERE ts < cutoff` read the whole table every
-        // pass, even with nothing to prune. Its key leads with the device, so the pass walks
-        // the distinct devices through the key (one probe each, a loose index scan) and
-        // takes each one's expired readings from the front of its key range.
-        const silver = await deps.pool.query(
-          `/* worker:pruneSilver */
-           WITH RECURSIVE devices AS (
-             (SELECT device_id FROM telemetry_readings ORDER BY device_id LIMIT 1)
-             UNION ALL
-             SELECT (SELECT r.device_id FROM telemetry_readings r WHERE r.device_id > d.device_id ORDER BY r.device_id LIMIT 1)
-               FROM devices d WHERE d.device_id IS NOT NULL
-           )
-           DELETE FROM telemetry_readings WHERE ctid IN (
-             SELECT expired.ctid FROM devices d
-             CROSS JOIN LATERAL (
-               SELECT r.ctid FROM telemetry_readings r
-                WHERE r.device_id = d.device_id AND r.ts < now() - make_interval(days => $1)
-                ORDER BY r.ts LIMIT 5000
-             ) expired
-             WHERE d.device_id IS NOT NULL
-             LIMIT 5000)`,
-          [deps.config.retention.readingDays],
-        );
-        pruned = (batches.rowCount ?? 0) + (bronze.rowCount ?? 0) + (silver.rowCount ?? 0);
+        const client = await deps.pool.connect();
+        try {
+          const report = await maintainPartitions(client, { retention: deps.config.retention });
+          if (report.created.length + report.dropped.length + report.skipped.length > 0 || report.expiredInDefault > 0)
+            deps.logger.info(report, 'partitions maintained');
+          // Skipped steps wait for the next idle pass rather than retrying at once.
+          partitionWork = report.created.length + report.dropped.length + report.expiredInDefault;
+        } finally {
+          client.release();
+        }
       }
-      return (expired.rowCount ?? 0) + pruned;
+      return (expired.rowCount ?? 0) + partitionWork;
     },
   };
 }
