@@ -16,6 +16,8 @@ const available = basebackupBinDir() !== null;
 
 let pair: StreamingPair | undefined;
 let api: ServiceProcess | undefined;
+/** A second API process with a lag bound of 1 s: a paused replay soon sends its reads to the primary. */
+let strictApi: ServiceProcess | undefined;
 let keyA = '';
 let keyB = '';
 
@@ -37,20 +39,19 @@ beforeAll(async () => {
       await pool.end();
     }
   });
-  api = await spawnService('api', {
-    env: {
-      GANTRY_DATABASE_URL: pair.primary.url(DATABASE),
-      GANTRY_DATABASE_READ_URL: pair.replica.url(DATABASE),
-      GANTRY_READ_LAG_CHECK_MS: '300',
-      // Generous, so a paused replay stays "fresh" however slow this machine is right now.
-      GANTRY_READ_MAX_LAG_SECONDS: '600',
-    },
-  });
+  const env = {
+    GANTRY_DATABASE_URL: pair.primary.url(DATABASE),
+    GANTRY_DATABASE_READ_URL: pair.replica.url(DATABASE),
+    GANTRY_READ_LAG_CHECK_MS: '300',
+  };
+  // Generous, so a paused replay stays "fresh" however slow this machine is right now.
+  api = await spawnService('api', { env: { ...env, GANTRY_READ_MAX_LAG_SECONDS: '600' } });
+  strictApi = await spawnService('api', { env: { ...env, GANTRY_READ_MAX_LAG_SECONDS: '1' } });
 });
 
 afterAll(async () => {
   try {
-    await api?.kill();
+    await Promise.all([api?.kill(), strictApi?.kill()]);
   } finally {
     await pair?.destroy();
   }
@@ -66,8 +67,8 @@ async function onReplica<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function call(key: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${api!.url}/api/external/v1${path}`, {
+async function call(key: string, method: string, path: string, body?: unknown, through = api!) {
+  const response = await fetch(`${through.url}/api/external/v1${path}`, {
     method,
     headers: { 'X-API-Key': key, ...(body ? { 'Content-Type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
@@ -79,14 +80,14 @@ const today = new Date().toISOString().slice(0, 10);
 const metricsPath = `/telemetry/service-request-metrics?from=${today}&to=${today}&bucket=day`;
 
 /** Service requests created today, as the service-request metrics (a replica read) count them. */
-async function countedRequests(key: string): Promise<number> {
-  const { status, body } = await call(key, 'GET', metricsPath);
+async function countedRequests(key: string, through = api!): Promise<number> {
+  const { status, body } = await call(key, 'GET', metricsPath, undefined, through);
   expect(status).toBe(200);
   return body.items[0].totalCount;
 }
 
-async function readyz() {
-  const response = await fetch(`${api!.url}/readyz`);
+async function readyz(through = api!) {
+  const response = await fetch(`${through.url}/readyz`);
   return { status: response.status, body: (await response.json()) as any };
 }
 
@@ -178,6 +179,15 @@ describe.skipIf(!available)('reads on a streaming replica', () => {
     const quality = (key: string) => call(key, 'GET', `/telemetry/data-quality?from=${today}&to=${today}`);
     expect(Date.parse((await quality(keyB)).body.generatedAt)).toBeLessThan(createdAt);
     expect(Date.parse((await quality(keyA)).body.generatedAt)).toBeGreaterThanOrEqual(createdAt);
+
+    // Past its lag bound the strict process reads the primary, for every key.
+    const lagging = await until('the strict process to find the replica lagging', async () => {
+      const { body } = await readyz(strictApi);
+      return body.databases.replica.readsTo === 'primary' ? body.databases.replica : undefined;
+    });
+    expect(lagging).toMatchObject({ reachable: true, maxLagSeconds: 1 });
+    expect(lagging.lagSeconds).toBeGreaterThan(1);
+    expect(await countedRequests(keyB, strictApi)).toBe(1);
 
     await onReplica((client) => client.query('SELECT pg_wal_replay_resume()'));
     await until('the replica to replay the write', async () =>
