@@ -12,16 +12,25 @@
  * Prints p50/p95/p99 per scenario next to its target (overview p95 < 100 ms, lists and
  * search p95 < 50 ms). Environment: GANTRY_BENCH_DATABASE_URL (server to use),
  * GANTRY_BENCH_CONCURRENCY (default 8), GANTRY_BENCH_REQUESTS (per scenario, default 200).
+ *
+ * --replica: the same seed on a private primary with a streaming replica (pg_basebackup
+ * -R, both on free loopback ports, removed at the end), and the scenarios run twice in
+ * one run: the API on the primary alone, then with GANTRY_DATABASE_READ_URL on the
+ * replica. Prints the CPU time the primary's (and the replica's) PostgreSQL processes
+ * spent during each pass, read from /proc, beside the load average.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { createOutbox, createPool, migrateDatabase, type Pool } from '@gantry/db';
 import { benchServerUrl, onServer as onTestServer, withDatabase } from '../support/database-url.ts';
 import { nodeArguments } from '../support/processes.ts';
+import { type Cluster, startStreamingPair } from '../support/streaming-replica.ts';
+import { postgresCpuSeconds } from './postgres-cpu.ts';
 
 const onServer = <T>(fn: (client: pg.Client) => Promise<T>) => onTestServer(fn, benchServerUrl());
 
@@ -324,6 +333,7 @@ function spread(index: number, modulo: number): number {
 }
 
 async function main(): Promise<void> {
+  if (args.has('--replica')) return compareWithReplica();
   const { pool, url, seeded } = await prepare();
   const counts = (
     await pool.query<{ assets: number; inspections: number; reports: number }>(
@@ -332,14 +342,30 @@ async function main(): Promise<void> {
   ).rows[0];
   log(`data: ${counts?.assets} assets, ${counts?.inspections} inspections, ${counts?.reports} reports`);
 
-  // The API runs as its own process (services/api/dist/main.js), as deployed, so the load
-  // generator here does not share its event loop.
+  const { api, url: baseUrl } = await startApi(url);
+  const results = await runScenarios(baseUrl, scenariosOf(seeded));
+  process.stdout.write(
+    `\n${results.join('\n')}\n\nIndicative figures: the machine is shared; see docs/reporting.md for the conditions.\n`,
+  );
+
+  api.kill('SIGTERM');
+  await once(api, 'exit');
+  await pool.end();
+  if (args.has('--drop')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+}
+
+/**
+ * The API as its own process (services/api/dist/main.js), as deployed, so the load
+ * generator here does not share its event loop; `readUrl` adds a read replica.
+ */
+async function startApi(url: string, readUrl?: string): Promise<{ api: ChildProcess; url: string }> {
   const port = await freePort();
   const api = spawn(process.execPath, nodeArguments('api'), {
     cwd: new URL('../..', import.meta.url).pathname,
     env: {
       ...process.env,
       GANTRY_DATABASE_URL: url,
+      ...(readUrl ? { GANTRY_DATABASE_READ_URL: readUrl } : {}),
       GANTRY_HOST: '127.0.0.1',
       GANTRY_PORT: String(port),
       GANTRY_LOG_LEVEL: 'warn',
@@ -349,9 +375,12 @@ async function main(): Promise<void> {
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  const server = { url: `http://127.0.0.1:${port}` };
-  await waitForHealth(server.url, api);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitForHealth(baseUrl, api);
+  return { api, url: baseUrl };
+}
 
+function scenariosOf(seeded: Seed): Scenario[] {
   const yearTo = seeded.now.slice(0, 10);
   const yearFrom = new Date(Date.parse(seeded.now) - 365 * 86_400_000).toISOString().slice(0, 10);
   const year = `from=${yearFrom}&to=${yearTo}`;
@@ -464,27 +493,103 @@ async function main(): Promise<void> {
       path: (i) => `/reporting/reports?offset=${500_000 + spread(i, 400_000)}`,
     },
   ];
+  return scenarios;
+}
 
+/** Runs the scenarios (GANTRY_BENCH_ONLY filters them by name) and returns the table's lines. */
+async function runScenarios(baseUrl: string, scenarios: Scenario[]): Promise<string[]> {
   const only = process.env.GANTRY_BENCH_ONLY;
   log(`load: ${CONCURRENCY} concurrent clients, ${REQUESTS} requests per scenario after warm-up`);
   const header = `${'scenario'.padEnd(46)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'req/s'.padStart(7)}  target p95`;
   const lines = [header, '-'.repeat(header.length + 4)];
   for (const scenario of scenarios) {
     if (only && !scenario.name.includes(only)) continue;
-    const result = await runScenario(server.url, scenario);
+    const result = await runScenario(baseUrl, scenario);
     const verdict = result.p95 < scenario.target ? 'ok' : 'MISSED';
     const line = `${scenario.name.padEnd(46)} ${result.p50.toFixed(1).padStart(8)} ${result.p95.toFixed(1).padStart(8)} ${result.p99.toFixed(1).padStart(8)} ${result.rps.toFixed(0).padStart(7)}  < ${scenario.target} ms ${verdict}`;
     lines.push(line);
     log(line);
   }
-  process.stdout.write(
-    `\n${lines.join('\n')}\n\nIndicative figures: the machine is shared; see docs/reporting.md for the conditions.\n`,
-  );
+  return lines;
+}
 
-  api.kill('SIGTERM');
-  await once(api, 'exit');
-  await pool.end();
-  if (args.has('--drop')) await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`));
+const loadAverage = () =>
+  os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+
+/**
+ * --replica: the scenarios on the primary alone, then with the replica taking the reads,
+ * on a private streaming pair seeded like the shared bench database.
+ */
+async function compareWithReplica(): Promise<void> {
+  let seeded: Seed | undefined;
+  log('seeding a private primary, then pg_basebackup of a replica');
+  const pair = await startStreamingPair(
+    async (primary) => {
+      await onTestServer((client) => client.query(`CREATE DATABASE ${DATABASE}`), primary.url('postgres'));
+      await migrateDatabase(primary.url(DATABASE), { storageMode: 'postgres' });
+      const pool = createPool(primary.url(DATABASE), { max: 4, applicationName: 'gantry-bench' });
+      try {
+        seeded = await timed('seed total', () => seed(pool));
+      } finally {
+        await pool.end();
+      }
+    },
+    ['shared_buffers=256MB', 'max_wal_size=4GB', 'checkpoint_timeout=30min'],
+  );
+  try {
+    const passes: { name: string; readUrl?: string }[] = [
+      { name: 'primary alone' },
+      { name: 'reads on the replica', readUrl: pair.replica.url(DATABASE) },
+    ];
+    const summary: string[] = [];
+    for (const pass of passes) {
+      const { api, url } = await startApi(pair.primary.url(DATABASE), pass.readUrl);
+      try {
+        if (pass.readUrl) await waitForReplicaReads(url);
+        log(`pass: ${pass.name} (load average ${loadAverage()})`);
+        const before = { primary: cpu(pair.primary), replica: cpu(pair.replica), at: performance.now() };
+        const lines = await runScenarios(url, scenariosOf(seeded!));
+        const seconds = (performance.now() - before.at) / 1000;
+        const primaryCpu = cpu(pair.primary) - before.primary;
+        const replicaCpu = cpu(pair.replica) - before.replica;
+        summary.push(
+          `${pass.name.padEnd(22)} ${seconds.toFixed(1).padStart(8)} ${primaryCpu.toFixed(1).padStart(12)} ${((100 * primaryCpu) / seconds).toFixed(0).padStart(10)}% ${replicaCpu.toFixed(1).padStart(12)}   ${loadAverage()}`,
+        );
+        process.stdout.write(`\n${pass.name}\n${lines.join('\n')}\n\n`);
+      } finally {
+        api.kill('SIGTERM');
+        await once(api, 'exit');
+      }
+    }
+    const header = `${'pass'.padEnd(22)} ${'wall s'.padStart(8)} ${'primary CPU s'.padStart(12)} ${'of a core'.padStart(11)} ${'replica CPU s'.padStart(12)}   load average after (1, 5, 15 min)`;
+    process.stdout.write(
+      `${header}\n${'-'.repeat(header.length)}\n${summary.join('\n')}\n\nCPU: user + system time of each server's PostgreSQL processes (/proc), during the pass.\n`,
+    );
+  } finally {
+    await pair.destroy();
+  }
+}
+
+function cpu(cluster: Cluster): number {
+  const pid = cluster.postmasterPid();
+  if (pid === null) throw new Error('a bench server is down');
+  return postgresCpuSeconds(pid);
+}
+
+async function waitForReplicaReads(url: string): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const body = (await fetch(`${url}/readyz`).then(
+      (response) => response.json(),
+      () => null,
+    )) as { databases?: { replica?: { readsTo?: string } } } | null;
+    if (body?.databases?.replica?.readsTo === 'replica') return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('the replica did not take reads');
 }
 
 main().catch((error: unknown) => {

@@ -95,7 +95,12 @@ describe('HTTP skeleton', () => {
     expect(await json(await fetch(`${api.url}/healthz`))).toEqual({ status: 'ok' });
     const ready = await fetch(`${api.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await json(ready)).toEqual({ status: 'ready', checks: { database: { ok: true } } });
+    // Without GANTRY_DATABASE_READ_URL the process uses the primary alone.
+    expect(await json(ready)).toEqual({
+      status: 'ready',
+      checks: { database: { ok: true } },
+      databases: { primary: { endpoint: expect.stringMatching(/^127\.0\.0\.1:\d+\/\w+$/) } },
+    });
     const metrics = await fetch(`${api.url}/metrics`);
     expect(metrics.headers.get('content-type')).toMatch(/text\/plain/);
     const text = await metrics.text();

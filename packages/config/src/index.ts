@@ -24,6 +24,9 @@ const mqttUrl = z.string().regex(/^(mqtts?|wss?|tcp):\/\//, 'an mqtt://, mqtts:/
  */
 export const environmentSchema = z.object({
   GANTRY_DATABASE_URL: postgresUrl.optional(),
+  GANTRY_DATABASE_READ_URL: postgresUrl.optional(),
+  GANTRY_READ_MAX_LAG_SECONDS: positiveNumber.default(10),
+  GANTRY_READ_LAG_CHECK_MS: positiveInt.default(2000),
   GANTRY_MQTT_URL: mqttUrl.optional(),
   GANTRY_MQTT_PORT: port.default(1883),
   GANTRY_MQTT_USERNAME: z.string().optional(),
@@ -127,6 +130,11 @@ export class ConfigError extends Error {
 
 export interface Config {
   databaseUrl: string | undefined;
+  /**
+   * A streaming replica (or a port balancing replicas) for the API's read-only routes;
+   * they read the primary while it lags more than maxLagSeconds or does not answer.
+   */
+  readReplica: { url: string | undefined; maxLagSeconds: number; lagCheckMs: number };
   dataDir: string;
   storageMode: 'auto' | 'timescaledb' | 'postgres';
   embeddedPostgresPort: number;
@@ -251,6 +259,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   return {
     databaseUrl: e.GANTRY_DATABASE_URL,
+    readReplica: {
+      url: e.GANTRY_DATABASE_READ_URL,
+      maxLagSeconds: e.GANTRY_READ_MAX_LAG_SECONDS,
+      lagCheckMs: e.GANTRY_READ_LAG_CHECK_MS,
+    },
     dataDir: e.GANTRY_DATA_DIR,
     storageMode: e.GANTRY_STORAGE_MODE,
     embeddedPostgresPort: e.GANTRY_EMBEDDED_PG_PORT,

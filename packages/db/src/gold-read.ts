@@ -1,3 +1,4 @@
+import { dataAsOfSql } from './data-as-of.ts';
 import { goldRelation, liveDefinition } from './gold.ts';
 import type { Queryable } from './pool.ts';
 import { storageModeOf } from './storage-mode.ts';
@@ -33,6 +34,8 @@ interface CoverageRow {
  * count too. In PostgreSQL mode a relation kept by differences (utilization) covers up to
  * the end of the current bucket and is up to date as of the read.
  */
+const DATA_AS_OF = dataAsOfSql('now()');
+
 export async function readGoldCoverage(db: Queryable, relation: string): Promise<GoldCoverage> {
   const meta = goldRelation(relation);
   const mode = await storageModeOf(db);
@@ -66,11 +69,12 @@ export async function readGoldCoverage(db: Queryable, relation: string): Promise
           // A relation kept by differences changes in the derivation transactions
           // themselves: once built, it holds every committed derivation at any moment,
           // the current bucket included, so it is as fresh as this read.
+          // On a streaming replica "this read" is as of the last transaction it replayed.
           `/* db:readGoldCoverage */
            SELECT status, coverage_from, NULL::timestamptz AS job_finished_at, NULL::boolean AS job_failed,
                   CASE WHEN $2 AND status = 'ok'
-                       THEN greatest(coverage_to, time_bucket($3::interval, now()) + $3::interval) ELSE coverage_to END AS coverage_to,
-                  CASE WHEN $2 AND status = 'ok' THEN now() ELSE updated_at END AS updated_at
+                       THEN greatest(coverage_to, time_bucket($3::interval, ${DATA_AS_OF}) + $3::interval) ELSE coverage_to END AS coverage_to,
+                  CASE WHEN $2 AND status = 'ok' THEN ${DATA_AS_OF} ELSE updated_at END AS updated_at
              FROM gold_coverage WHERE relation = $1`,
           [relation, meta.keptByDeltas === true, meta.bucketWidth],
         );

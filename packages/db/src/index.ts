@@ -53,3 +53,4 @@ export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';
 export { openDatabase, onShutdown, type OpenDatabase } from './bootstrap.ts';
 export { markDirtySql } from './derivation-queue.ts';
+export { dataAsOfSql } from './data-as-of.ts';

@@ -8,6 +8,7 @@ import { errorsAndAccessLog, requestId, securityHeaders } from './http/middlewar
 import { createRateLimiter } from './http/rate-limit.ts';
 import { methodNotAllowed, RouteRegistry } from './http/route.ts';
 import { featureRoutes } from './features/index.ts';
+import { createReadRouting } from './read-routing.ts';
 import type { ReadinessCheck } from './features/health/routes.ts';
 
 export interface AppDeps {
@@ -29,7 +30,16 @@ export interface App {
 }
 
 export function createApp(deps: AppDeps): App {
-  const registry: RouteRegistry = new RouteRegistry().add(...featureRoutes(deps, () => registry));
+  const reads = createReadRouting({
+    primary: deps.pool,
+    replica: deps.config.readReplica,
+    poolSize: deps.config.dbPoolSize,
+    logger: deps.logger.child({ component: 'read-routing' }),
+  });
+  // Features query through the routing pool; key checks and rate limits keep the primary.
+  const registry: RouteRegistry = new RouteRegistry().add(
+    ...featureRoutes({ ...deps, pool: reads.pool }, () => registry, reads.describe),
+  );
   const koa = new Koa({ proxy: true });
   koa.silent = true;
 
@@ -41,7 +51,7 @@ export function createApp(deps: AppDeps): App {
   const router = registry.router({
     validateResponses: deps.validateResponses ?? false,
     authenticate: createAuthenticator(deps.pool, deps.config.http.adminToken),
-    before: (route) => rateLimiter.forRoute(route),
+    before: (route) => [...rateLimiter.forRoute(route), ...reads.forRoute(route)],
   });
 
   koa.use(requestId());
@@ -50,5 +60,5 @@ export function createApp(deps: AppDeps): App {
   koa.use(requestBody({ maxJsonBytes: deps.config.http.maxJsonBytes }));
   koa.use(methodNotAllowed());
   koa.use(router.routes());
-  return { koa, registry, close: () => rateLimiter.close() };
+  return { koa, registry, close: () => Promise.all([rateLimiter.close(), reads.close()]).then(() => undefined) };
 }

@@ -71,6 +71,7 @@ import Cursor from 'pg-cursor';
 import { to as copyTo } from 'pg-copy-streams';
 import { z } from 'zod';
 import { beginInSnapshot, type Pool, type PoolClient } from '@gantry/db';
+import { currentPool } from '../read-routing.ts';
 import { ValidationError } from '../errors.ts';
 import { ErrorResponse } from './common-schemas.ts';
 import type { ResponseSpec } from './route.ts';
@@ -162,7 +163,9 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
   const copyText = request.format === 'csv' ? copyStatement(request) : null;
   const inlined = request.format === 'xlsx' ? inlineParameters(request.query.text, request.query.values) : null;
 
-  const connection = new ExportConnection(pool, await pool.connect(), ctx.res);
+  const client = await pool.connect();
+  // Side connections and cancels must reach the server this connection is on (a replica, say).
+  const connection = new ExportConnection(currentPool(pool), client, ctx.res);
   try {
     await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const { rows } = await connection.client.query<{ snapshot: string }>(

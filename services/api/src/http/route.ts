@@ -55,6 +55,11 @@ export interface RouteSpec<
   successor?: string;
   /** Keeps the route out of the OpenAPI document (health probes, metrics). */
   hidden?: boolean;
+  /**
+   * 'replica': a read-only route whose answer may lag the primary by a few seconds; with
+   * GANTRY_DATABASE_READ_URL set it reads the replica (services/api/src/read-routing.ts).
+   */
+  reads?: 'replica';
   /** Routes with a rate budget of their own (exports). */
   rateLimit?: 'default' | 'export';
   request?: {

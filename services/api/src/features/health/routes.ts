@@ -1,16 +1,32 @@
 import { z } from 'zod';
 import { register } from 'prom-client';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
+import type { DatabasesReport } from '../../read-routing.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
 const ReadinessResponse = z.object({
   status: z.enum(['ready', 'not_ready']),
   checks: z.record(z.string(), z.object({ ok: z.boolean(), error: z.string().optional() })),
+  /** Which databases the process uses; a replica that lags or is down is no failure (reads go to the primary). */
+  databases: z.object({
+    primary: z.object({ endpoint: z.string() }),
+    replica: z
+      .object({
+        endpoint: z.string(),
+        reachable: z.boolean(),
+        lagSeconds: z.number().nullable(),
+        maxLagSeconds: z.number(),
+        readsTo: z.enum(['replica', 'primary']),
+        checkedAt: z.string().nullable(),
+        error: z.string().optional(),
+      })
+      .optional(),
+  }),
 });
 
 /** Liveness, readiness (each dependency probed) and Prometheus metrics. */
-export function healthRoutes(checks: Record<string, ReadinessCheck>): RouteSpec[] {
+export function healthRoutes(checks: Record<string, ReadinessCheck>, databases: () => DatabasesReport): RouteSpec[] {
   return [
     defineRoute({
       method: 'get',
@@ -52,7 +68,11 @@ export function healthRoutes(checks: Record<string, ReadinessCheck>): RouteSpec[
         );
         const ready = results.every(([, result]) => result.ok);
         ctx.status = ready ? 200 : 503;
-        ctx.body = { status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(results) };
+        ctx.body = {
+          status: ready ? 'ready' : 'not_ready',
+          checks: Object.fromEntries(results),
+          databases: databases(),
+        };
       },
     }),
     defineRoute({

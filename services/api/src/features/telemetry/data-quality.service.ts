@@ -1,5 +1,5 @@
 import { readingTypes, type ReadingType } from '@gantry/contracts';
-import type { Queryable } from '@gantry/db';
+import { dataAsOfSql, type Queryable } from '@gantry/db';
 import { isoTextSql } from '../../http/export.ts';
 import type { ResolvedRange } from '../../http/query.ts';
 import {
@@ -131,7 +131,7 @@ export function dataQualityStatement(
          LEFT JOIN device_state s ON s.device_id = d.id
         WHERE ${inScope}
      )
-     SELECT statement_timestamp() AS at,
+     SELECT ${dataAsOfSql('statement_timestamp()')} AS at,
             (SELECT count(*)::int FROM assets a WHERE ${inScope}) AS "totalAssets",
             (SELECT coalesce(json_agg(json_build_array(
                       id, device_id, enabled, online_status, asset_id, name, identifier, display_code, asset_type_name,
