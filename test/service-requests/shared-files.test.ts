@@ -26,9 +26,11 @@ let first: ServiceProcess;
 let second: ServiceProcess;
 let onDisk: ServiceProcess;
 
-function startApi(fileStorage: 'database' | 'disk'): Promise<ServiceProcess> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-shared-files-'));
-  dataDirs.push(dataDir);
+function startApi(
+  fileStorage: 'database' | 'disk',
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'gantry-shared-files-')),
+): Promise<ServiceProcess> {
+  if (!dataDirs.includes(dataDir)) dataDirs.push(dataDir);
   return spawnService('api', {
     env: {
       GANTRY_DATABASE_URL: db.url,
@@ -270,6 +272,16 @@ describe('service request files shared by API instances through the database', (
           GANTRY_LOG_FORMAT: 'json',
         },
       });
+    // Before the move, an instance switched to the database still serves its own disk's
+    // files; any other instance cannot.
+    const switched = await startApi('database', dataDirOf(onDisk));
+    try {
+      expect((await download(switched, requestId, files[0]!.body.id!)).sha256).toBe(files[0]!.sha256);
+    } finally {
+      await switched.stop();
+    }
+    expect((await download(first, requestId, files[0]!.body.id!)).status).toBe(404);
+
     const firstRun = (await migrate()).stdout;
     expect(firstRun).toMatch(new RegExp(`^moved: +${diskOnly[0]!.count} `, 'm'));
     expect(firstRun).toMatch(/^not verified: +0$/m);

@@ -4,9 +4,10 @@ import { createLocalDiskStorage } from './local-disk.ts';
 import { createPostgresStorage } from './postgres.ts';
 
 /**
- * Where uploaded files live: outside the database rows, addressed by a key made of
- * path-safe segments (`<tenant>/<request>/<file>`). Every method streams; nothing holds
- * a whole file in memory.
+ * Where uploaded files live (database chunks or local disk, beside the rows that
+ * describe them), addressed by a key made of path-safe segments
+ * (`<tenant>/<request>/<file>`). Every method streams; nothing holds a whole file in
+ * memory.
  */
 export interface FileStorage {
   /**
