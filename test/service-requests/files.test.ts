@@ -27,17 +27,7 @@ const collectGarbage = runInNewContext('gc') as (options: { type: 'major'; execu
 let world: ServiceRequestWorld;
 let tenantKey: string;
 let acmeKey: string;
-
-beforeAll(async () => {
-  world = await startWorld('service_request_files', ['Acme', 'Globex'], {
-    GANTRY_MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
-  });
-  tenantKey = world.tenant.tenantKey;
-  acmeKey = world.tenant.customerKeys.Acme!;
-});
-afterAll(async () => {
-  await world?.close();
-});
+let fileStorage: 'disk' | 'database';
 
 interface Part {
   name: string;
@@ -129,13 +119,32 @@ function generatedFile(size: number): { chunks: () => AsyncIterable<Uint8Array>;
   };
 }
 
-/** Every file under the storage root (to prove nothing partial is left behind). */
-function storedFiles(): string[] {
+/** Every object in the file storage, partial ones included (to prove nothing is left behind). */
+async function storedFiles(): Promise<string[]> {
+  if (fileStorage === 'database') {
+    const { rows } = await world.db.pool.query<{ key: string }>('SELECT key FROM stored_files ORDER BY key');
+    return rows.map((row) => row.key);
+  }
   const root = path.join(world.dataDir, 'files');
   if (!existsSync(root)) return [];
   return (readdirSync(root, { recursive: true }) as string[]).filter((entry) =>
     statSync(path.join(root, entry)).isFile(),
   );
+}
+
+/** The stored bytes of a key, or null when the storage has none. */
+async function storedBytes(key: string): Promise<Buffer | null> {
+  if (fileStorage === 'database') {
+    const { rows } = await world.db.pool.query<{ bytes: Buffer | null; files: number }>(
+      `SELECT string_agg(c.bytes, ''::bytea ORDER BY c.seq) AS bytes, count(DISTINCT f.id)::int AS files
+         FROM stored_files f LEFT JOIN stored_file_chunks c ON c.file_id = f.id
+        WHERE f.key = $1 AND f.completed_at IS NOT NULL`,
+      [key],
+    );
+    return rows[0]!.files === 0 ? null : (rows[0]!.bytes ?? Buffer.alloc(0));
+  }
+  const onDisk = path.join(world.dataDir, 'files', key);
+  return existsSync(onDisk) ? readFileSync(onDisk) : null;
 }
 
 // A minimal PNG: signature and IHDR chunk are what content detection reads.
@@ -145,7 +154,21 @@ const png = Buffer.concat([
   Buffer.from('0000000a49444154789c6300010000050001', 'hex'),
 ]);
 
-describe('service request files', () => {
+// Every behaviour holds with the files on the local disk and in the database.
+describe.each(['disk', 'database'] as const)('service request files (%s storage)', (storage) => {
+  beforeAll(async () => {
+    fileStorage = storage;
+    world = await startWorld(`service_request_files_${storage}`, ['Acme', 'Globex'], {
+      GANTRY_MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
+      GANTRY_FILE_STORAGE: storage,
+    });
+    tenantKey = world.tenant.tenantKey;
+    acmeKey = world.tenant.customerKeys.Acme!;
+  });
+  afterAll(async () => {
+    await world?.close();
+  });
+
   it('uploads, lists, downloads with the detected content type, and deletes a file, with history and one event each', async () => {
     const request = await createRequest(world, tenantKey, { title: 'Dented door panel' });
     const uploaded = await upload(world.api, tenantKey, request.id, [
@@ -196,9 +219,9 @@ describe('service request files', () => {
     expect(textDownload.headers.get('content-type')).toBe('text/plain');
     expect(await textDownload.text()).toBe('Panel dented at the lower hinge\n');
 
-    // The bytes live outside the database, under the data directory.
-    const onDisk = path.join(world.dataDir, 'files', world.tenant.tenantId, request.id, uploaded.body.id);
-    expect(readFileSync(onDisk).equals(png)).toBe(true);
+    // The bytes live in the configured storage, under the file's key.
+    const key = `${world.tenant.tenantId}/${request.id}/${uploaded.body.id}`;
+    expect((await storedBytes(key))?.equals(png)).toBe(true);
 
     const withFiles = await json(await world.api.external(`/service-requests/${request.id}`, tenantKey));
     expect(withFiles.files.map((file: Body) => file.id)).toEqual([uploaded.body.id, text.body.id]);
@@ -208,7 +231,7 @@ describe('service request files', () => {
       method: 'DELETE',
     });
     expect(await json(deleted)).toEqual({ id: uploaded.body.id, deleted: true });
-    expect(existsSync(onDisk)).toBe(false);
+    expect(await storedBytes(key)).toBeNull();
     expect(
       (await world.api.external(`/service-requests/${request.id}/files/${uploaded.body.id}`, tenantKey)).status,
     ).toBe(404);
@@ -286,7 +309,7 @@ describe('service request files', () => {
 
   it('refuses a file over the upload limit with 413, streamed or announced, leaving nothing behind', async () => {
     const request = await createRequest(world, tenantKey, { title: 'Too big' });
-    const filesBefore = storedFiles();
+    const filesBefore = await storedFiles();
     const eventsBefore = (await outboxEvents(world, request.id)).length;
 
     // Streamed without a length: refused once the limit is passed.
@@ -300,7 +323,10 @@ describe('service request files', () => {
     });
 
     // With the default limit (25 MiB) and a Content-Length beyond it: refused before reading.
-    const defaults = await startTestApi(world.db.pool, world.db.url, { GANTRY_DATA_DIR: world.dataDir });
+    const defaults = await startTestApi(world.db.pool, world.db.url, {
+      GANTRY_DATA_DIR: world.dataDir,
+      GANTRY_FILE_STORAGE: fileStorage,
+    });
     try {
       const boundary = 'gantry-boundary';
       const blob = new Blob([
@@ -319,7 +345,7 @@ describe('service request files', () => {
       await defaults.close();
     }
 
-    expect(storedFiles()).toEqual(filesBefore);
+    expect(await storedFiles()).toEqual(filesBefore);
     expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual(
       [],
     );
@@ -328,7 +354,7 @@ describe('service request files', () => {
 
   it('refuses uploads without a file part, with two files, or not as multipart (400), storing nothing', async () => {
     const request = await createRequest(world, tenantKey, { title: 'Bad uploads' });
-    const filesBefore = storedFiles();
+    const filesBefore = await storedFiles();
 
     const missing = await upload(world.api, tenantKey, request.id, [
       { name: 'attachment', filename: 'a.txt', chunks: () => once('a') },
@@ -370,7 +396,7 @@ describe('service request files', () => {
       expect(await json(truncated)).toMatchObject({ code: 'invalid_multipart' });
     }
 
-    expect(storedFiles()).toEqual(filesBefore);
+    expect(await storedFiles()).toEqual(filesBefore);
     expect((await json(await world.api.external(`/service-requests/${request.id}/files`, tenantKey))).items).toEqual(
       [],
     );

@@ -32,6 +32,15 @@ describe('loadConfig', () => {
     expect(config.databaseUrl).toBeUndefined();
   });
 
+  it('keeps files in the database whenever a database is configured, on disk for the embedded default', () => {
+    const url = 'postgres://gantry@db.example/gantry';
+    expect(loadConfig({}).fileStorage).toBe('disk');
+    expect(loadConfig({ GANTRY_DATABASE_URL: url }).fileStorage).toBe('database');
+    expect(loadConfig({ GANTRY_DATABASE_URL: url, GANTRY_FILE_STORAGE: 'disk' }).fileStorage).toBe('disk');
+    expect(loadConfig({ GANTRY_FILE_STORAGE: 'database' }).fileStorage).toBe('database');
+    expect(() => loadConfig({ GANTRY_FILE_STORAGE: 's3' })).toThrow(ConfigError);
+  });
+
   it('takes an empty GANTRY_INGEST_SHARED_GROUP as a plain subscription, not as unset', () => {
     expect(loadConfig({}).ingest.sharedGroup).toBe('gantry-ingest');
     expect(loadConfig({ GANTRY_INGEST_SHARED_GROUP: '' }).ingest.sharedGroup).toBe('');

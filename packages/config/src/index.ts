@@ -44,6 +44,7 @@ export const environmentSchema = z.object({
   GANTRY_DATA_DIR: z.string().min(1).default('./.gantry'),
   GANTRY_STORAGE_MODE: z.enum(['auto', 'timescaledb', 'postgres']).default('auto'),
   GANTRY_EMBEDDED_PG_PORT: port.default(54329),
+  GANTRY_FILE_STORAGE: z.enum(['auto', 'database', 'disk']).default('auto'),
   GANTRY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GANTRY_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   GANTRY_DB_POOL_SIZE: positiveInt.default(10),
@@ -138,6 +139,12 @@ export interface Config {
   dataDir: string;
   storageMode: 'auto' | 'timescaledb' | 'postgres';
   embeddedPostgresPort: number;
+  /**
+   * Where uploaded files live (GANTRY_FILE_STORAGE, `auto` resolved): the database
+   * whenever GANTRY_DATABASE_URL is set, so every API instance sees every file; the
+   * data directory's disk for the embedded default.
+   */
+  fileStorage: 'database' | 'disk';
   /**
    * The listeners' ports the environment set (GANTRY_PORT, GANTRY_MQTT_PORT,
    * GANTRY_EMBEDDED_PG_PORT). `gantry start` moves a default port that is taken to the
@@ -267,6 +274,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.GANTRY_DATA_DIR,
     storageMode: e.GANTRY_STORAGE_MODE,
     embeddedPostgresPort: e.GANTRY_EMBEDDED_PG_PORT,
+    fileStorage:
+      e.GANTRY_FILE_STORAGE === 'auto' ? (e.GANTRY_DATABASE_URL ? 'database' : 'disk') : e.GANTRY_FILE_STORAGE,
     fixedPorts: {
       http: 'GANTRY_PORT' in present,
       mqtt: 'GANTRY_MQTT_PORT' in present,

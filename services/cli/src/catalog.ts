@@ -56,6 +56,11 @@ export const catalog: CatalogEntry[] = [
     load: () => import('./commands/unknown-devices.ts').then((module) => module.registerCommand),
   },
   {
+    name: 'files',
+    summary: 'Move service request files from the data directory’s disk into the database (`gantry files migrate`)',
+    load: () => import('./commands/files.ts').then((module) => module.filesCommand),
+  },
+  {
     name: 'create',
     summary:
       'Create back-office objects: tenant, api-key, asset-type, asset, template, inspection, report, device, operator, geofence',

@@ -112,7 +112,7 @@ export function serviceRequestRoutes(appDeps: AppDeps): RouteSpec[] {
   const deps: ServiceRequestDeps = {
     pool: appDeps.pool,
     outbox: appDeps.outbox,
-    storage: createFileStorage({ dataDir: appDeps.config.dataDir }),
+    storage: createFileStorage(appDeps.config, appDeps.pool),
     logger: appDeps.logger.child({ component: 'service-requests' }),
   };
   const maxUploadBytes = appDeps.config.http.maxUploadBytes;

@@ -126,7 +126,7 @@ function illFormedPartText(name: string, text: { filename?: string; value?: stri
  * Reads a multipart/form-data request with exactly one file in the part `fieldName`,
  * handing that part to `store` as a stream while it arrives. Other fields are ignored.
  * On any failure the rest of the request is drained (so the client reads the error)
- * and whatever `store` produced is given to `discard`.
+ * and whatever `store` produced is given to `discard` before the promise rejects.
  */
 export function receiveSingleFile<T>(
   request: IncomingMessage,
@@ -158,11 +158,15 @@ export function receiveSingleFile<T>(
       finished = true;
       request.unpipe(parser);
       request.resume();
-      if (upload) {
-        upload.storing.then(discard, () => undefined).catch(() => undefined);
-        upload.file.stream.destroy();
+      if (!upload) {
+        reject(error);
+        return;
       }
-      reject(error);
+      // Answer once storage holds nothing of the upload: a stored file is discarded, one
+      // still being written removes itself when its stream is destroyed.
+      const discarded = upload.storing.then(discard, () => undefined).catch(() => undefined);
+      upload.file.stream.destroy();
+      void discarded.then(() => reject(error));
     };
 
     parser.on('file', (name, partStream, info) => {
