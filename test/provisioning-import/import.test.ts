@@ -128,6 +128,22 @@ describe('bulk import (POST /api/admin/v1/tenants/{tenantId}/import)', () => {
     expect(duplicate.problems).toEqual([
       { row: 2, field: 'deviceId', message: 'device "imp-bad-ok" is already in row 1' },
     ]);
+    const header = await json(await postFile(tenantId, 'identifier,name,devicId\nH-1,Typo,imp-typo', 'text/csv'));
+    expect(header.problems).toEqual([{ row: 0, field: 'devicId', message: expect.stringContaining('unknown column') }]);
+    const nul = await api.admin(`/tenants/${tenantId}/import`, {
+      method: 'POST',
+      json: {
+        rows: [
+          { identifier: 'N-1', name: 'Nul\u0000name' },
+          { identifier: 'N-2', name: 'Fine', extra: 1 },
+        ],
+      },
+    });
+    expect(nul.status).toBe(422);
+    expect((await json(nul)).problems).toEqual([
+      { row: 1, field: 'name', message: 'must not contain NUL characters' },
+      { row: 2, field: 'extra', message: expect.stringContaining('extra') },
+    ]);
     expect(await holdings(tenantId)).toEqual({ assets: [], devices: [] });
   });
 

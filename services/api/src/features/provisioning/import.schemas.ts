@@ -5,8 +5,10 @@ import { ErrorResponse } from '../../http/common-schemas.ts';
 // several devices takes several rows that repeat its columns; an asset without a device
 // leaves deviceId empty. CSV headers and JSON keys are the same names.
 
-const text = (max: number) => z.string().trim().max(max);
-const requiredText = (max: number) => z.string().trim().min(1, 'must not be empty').max(max);
+/** PostgreSQL text cannot hold NUL: such a value is a row problem, not a database error. */
+const withoutNul = (value: string) => !value.includes('\u0000');
+const text = (max: number) => z.string().trim().max(max).refine(withoutNul, 'must not contain NUL characters');
+const requiredText = (max: number) => text(max).refine((value) => value.length > 0, 'must not be empty');
 /** Empty cells (CSV) and absent keys (JSON) mean the same thing. */
 const optionalText = (max: number) =>
   text(max)

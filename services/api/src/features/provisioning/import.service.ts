@@ -31,8 +31,9 @@ function reject(problems: ImportProblem[]): never {
 
 /** The records of a CSV file with a header row; a malformed file is one problem at its line. */
 function csvRecords(content: string): unknown[] {
+  let records: Record<string, string>[];
   try {
-    return parseCsv(content, { columns: true, bom: true, skip_empty_lines: true, trim: true }) as unknown[];
+    records = parseCsv(content, { columns: true, bom: true, skip_empty_lines: true, trim: true });
   } catch (error) {
     const { lines, message } = error as { lines?: number; message: string };
     // csv-parse counts lines including the header; a problem's row counts data rows.
@@ -40,6 +41,12 @@ function csvRecords(content: string): unknown[] {
       { row: Math.max((lines ?? 1) - 1, 0), field: '', message: message.replace(/^Invalid Record Length: /, '') },
     ]);
   }
+  // A misspelt header is one problem, not one per row.
+  const columns = Object.keys(ImportRow.shape);
+  const unknown = Object.keys(records[0] ?? {}).filter((name) => !columns.includes(name));
+  if (unknown.length > 0)
+    reject([{ row: 0, field: unknown.join(', '), message: `unknown column; the columns are ${columns.join(', ')}` }]);
+  return records;
 }
 
 /** The records of a JSON file: `{"rows": [...]}` or the array itself. */
