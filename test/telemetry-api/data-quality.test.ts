@@ -265,6 +265,93 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     ).toBe(404);
   });
 
+  describe('status, q, limit and offset', () => {
+    const names = (body: any) => body.assets.map((item: any) => item.name);
+
+    it('answers as before without them: every entry, no paging', async () => {
+      const body = await get('/telemetry/data-quality');
+      expect(names(body)).toEqual(['Erring', 'Fine', 'Late', 'Never', 'Off', 'Poor GPS', 'Quiet']);
+      expect(body).not.toHaveProperty('paging');
+    });
+
+    it('lists only the statuses asked for, one or several, with the summary and message types of the whole scope', async () => {
+      const whole = await get('/telemetry/data-quality');
+      const offline = await get('/telemetry/data-quality?status=offline');
+      expect(names(offline)).toEqual(['Never']);
+      expect(offline).not.toHaveProperty('paging');
+      const attention = await get('/telemetry/data-quality?status=offline,silent,errors');
+      expect(names(attention)).toEqual(['Erring', 'Never', 'Quiet']);
+      for (const body of [offline, attention]) {
+        const { analyticsUpdatedAt: _a, ...summary } = body.summary;
+        const { analyticsUpdatedAt: _b, ...wholeSummary } = whole.summary;
+        expect(summary).toEqual(wholeSummary);
+        expect(body.messageTypes).toEqual(whole.messageTypes);
+        expect(body.recentErrors).toEqual(whole.recentErrors);
+      }
+      expect(names(await get('/telemetry/data-quality?status=ok'))).toEqual(['Fine']);
+    });
+
+    it('finds entries by a case-insensitive part of the name, identifier or device id', async () => {
+      expect(names(await get('/telemetry/data-quality?q=gps'))).toEqual(['Poor GPS']);
+      expect(names(await get('/telemetry/data-quality?q=ERR'))).toEqual(['Erring']);
+      const deviceId = fleet.byName.Quiet!.deviceId;
+      expect(names(await get(`/telemetry/data-quality?q=${encodeURIComponent(deviceId.toUpperCase())}`))).toEqual([
+        'Quiet',
+      ]);
+      const none = await get('/telemetry/data-quality?q=no-such-machine');
+      expect(none.assets).toEqual([]);
+      expect(none.summary.telemetryAssets).toBe(7);
+    });
+
+    it('pages the matching entries and gives their total', async () => {
+      const first = await get('/telemetry/data-quality?limit=3');
+      expect(names(first)).toEqual(['Erring', 'Fine', 'Late']);
+      expect(first.paging).toEqual({ limit: 3, offset: 0, total: 7 });
+      const second = await get('/telemetry/data-quality?limit=3&offset=3');
+      expect(names(second)).toEqual(['Never', 'Off', 'Poor GPS']);
+      const last = await get('/telemetry/data-quality?offset=6');
+      expect(names(last)).toEqual(['Quiet']);
+      expect(last.paging).toEqual({ limit: 100, offset: 6, total: 7 });
+      const past = await get('/telemetry/data-quality?offset=50');
+      expect(past.assets).toEqual([]);
+      expect(past.summary.telemetryAssets).toBe(7);
+
+      // Offline, silent, disabled or ok, with an "i" (Erring, Fine, Quiet): Fine and Quiet; from the second.
+      const combined = await get('/telemetry/data-quality?status=offline,silent,disabled,ok&q=i&limit=2&offset=1');
+      expect(names(combined)).toEqual(['Quiet']);
+      expect(combined.paging).toEqual({ limit: 2, offset: 1, total: 2 });
+    });
+
+    it('keeps a customer key to its own devices, whatever the filters', async () => {
+      const globex = await get('/telemetry/data-quality?status=silent,delayed,offline&limit=10', fleet.globexKey);
+      expect(names(globex)).toEqual(['Late', 'Quiet']);
+      expect(globex.paging).toEqual({ limit: 10, offset: 0, total: 2 });
+      expect(globex.summary).toMatchObject({ telemetryAssets: 2, totalAssets: 2 });
+      expect((await get('/telemetry/data-quality?q=erring', fleet.globexKey)).assets).toEqual([]);
+      const acme = await get('/telemetry/data-quality?q=late', fleet.acmeKey);
+      expect(acme.assets).toEqual([]);
+    });
+
+    it('answers 400 naming the parameter for a bad value', async () => {
+      for (const [query, expected] of [
+        ['status=broken', 'status'],
+        ['status=ok,', 'must be one or more of ok, delayed, offline, silent, poor_gps, errors, disabled'],
+        ['status=', 'status'],
+        ['q=', 'q'],
+        [`q=${'x'.repeat(201)}`, 'q'],
+        ['limit=0', 'limit'],
+        ['limit=501', 'limit'],
+        ['limit=ten', 'limit'],
+        ['offset=-1', 'offset'],
+      ] as const) {
+        const response = await api.external(`/telemetry/data-quality?${query}`, fleet.tenantKey);
+        const body = await json(response);
+        expect(response.status, query).toBe(400);
+        expect(body.error, query).toContain(expected);
+      }
+    });
+  });
+
   it('counts what falls inside the whole hours around the range, and echoes those hours', async () => {
     // The counters have an hour grain: a range is widened to whole hours, so the counts
     // are exact for the `from`/`to` the answer gives (they were the requested instants

@@ -6,7 +6,7 @@ import { createAuthenticator } from './http/auth.ts';
 import { requestBody } from './http/body.ts';
 import { errorsAndAccessLog, requestId, securityHeaders } from './http/middleware.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
-import { methodNotAllowed, RouteRegistry } from './http/route.ts';
+import { largeBodyLimits, methodNotAllowed, RouteRegistry } from './http/route.ts';
 import { featureRoutes } from './features/index.ts';
 import { createReadRouting } from './read-routing.ts';
 import type { ReadinessCheck } from './features/health/routes.ts';
@@ -57,7 +57,7 @@ export function createApp(deps: AppDeps): App {
   koa.use(requestId());
   koa.use(errorsAndAccessLog(deps.logger.child({ component: 'http' })));
   koa.use(securityHeaders());
-  koa.use(requestBody({ maxJsonBytes: deps.config.http.maxJsonBytes }));
+  koa.use(requestBody({ maxJsonBytes: deps.config.http.maxJsonBytes, largeBodies: largeBodyLimits(registry.routes) }));
   koa.use(methodNotAllowed());
   koa.use(router.routes());
   return { koa, registry, close: () => Promise.all([rateLimiter.close(), reads.close()]).then(() => undefined) };

@@ -69,6 +69,16 @@ export class UnprocessableError extends AppError {
   }
 }
 
+/** A file refused as a whole: every row at fault, so the caller fixes them all at once. */
+export class RowProblemsError extends AppError {
+  constructor(
+    message: string,
+    readonly problems: { row: number; field: string; message: string }[],
+  ) {
+    super(422, 'invalid_rows', message);
+  }
+}
+
 export class RateLimitedError extends AppError {
   constructor(retryAfterSeconds: number, headers: Record<string, string> = {}) {
     super(429, 'rate_limited', 'rate limit exceeded', { 'Retry-After': String(retryAfterSeconds), ...headers });

@@ -61,6 +61,12 @@ export const catalog: CatalogEntry[] = [
     load: () => import('./commands/files.ts').then((module) => module.filesCommand),
   },
   {
+    name: 'import',
+    summary:
+      'Import assets and their devices from a CSV or JSON file (all or nothing; the same file again changes nothing)',
+    load: () => import('./commands/import.ts').then((module) => module.importCommand),
+  },
+  {
     name: 'create',
     summary:
       'Create back-office objects: tenant, api-key, asset-type, asset, template, inspection, report, device, operator, geofence',

@@ -85,7 +85,11 @@ function parseJsonBody(bytes: Buffer): unknown {
  * not be stored as it was sent (parseJsonBody). Multipart uploads and other media types
  * are left to the routes that take them.
  */
-export function requestBody(options: { maxJsonBytes: number }): Middleware {
+export function requestBody(options: {
+  maxJsonBytes: number;
+  /** Routes that take whole files (route.ts largeBodyLimits) read JSON bodies up to their own limit. */
+  largeBodies?: { pattern: RegExp; maxBytes: number }[];
+}): Middleware {
   return async (ctx, next) => {
     // Bodies of other methods are never read, so never refused.
     if (!hasRequestBody(ctx) || !READ_METHODS.has(ctx.method)) return next();
@@ -109,7 +113,7 @@ export function requestBody(options: { maxJsonBytes: number }): Middleware {
     let bytes: Buffer;
     try {
       bytes = await getRawBody(decodedStream(ctx, encoding), {
-        limit: options.maxJsonBytes,
+        limit: options.largeBodies?.find((entry) => entry.pattern.test(ctx.path))?.maxBytes ?? options.maxJsonBytes,
         // The declared length is the encoded one: it bounds only an identity body.
         length: encoding === 'identity' ? ctx.get('content-length') || null : null,
       });
@@ -123,4 +127,34 @@ export function requestBody(options: { maxJsonBytes: number }): Middleware {
     (ctx.request as { body?: unknown }).body = parseJsonBody(bytes);
     return next();
   };
+}
+
+/**
+ * The body of a route that takes a file (RouteSpec.request.file): JSON as the body reader
+ * parsed it, or CSV text read here up to maxBytes. Anything else is a 415.
+ */
+export async function readFileBody(
+  ctx: Context,
+  maxBytes: number,
+): Promise<{ format: 'json'; value: unknown } | { format: 'csv'; value: string }> {
+  if (ctx.is('json')) return { format: 'json', value: (ctx.request as { body?: unknown }).body ?? {} };
+  if (!hasRequestBody(ctx) || !ctx.is('text/csv')) {
+    throw new UnsupportedMediaTypeError(
+      'the body must be a CSV file (Content-Type: text/csv) or JSON (application/json)',
+      'invalid_content_type',
+    );
+  }
+  const encoding = contentEncoding(ctx);
+  if (encoding !== 'identity') {
+    throw new UnsupportedMediaTypeError(
+      'a CSV body is sent as it is (no Content-Encoding)',
+      'unsupported_content_encoding',
+    );
+  }
+  const bytes = await getRawBody(ctx.req, { limit: maxBytes, length: ctx.get('content-length') || null });
+  const { text, valid } = decodeUtf8Body(bytes);
+  if (!valid) throw new ValidationError('request body is not valid UTF-8', 'invalid_body');
+  if (text.includes('\u0000'))
+    throw new ValidationError('request body must not contain NUL characters', 'invalid_body');
+  return { format: 'csv', value: text };
 }

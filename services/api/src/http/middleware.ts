@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { Histogram, register } from 'prom-client';
 import type { Logger } from '@gantry/logger';
-import { AppError } from '../errors.ts';
+import { AppError, RowProblemsError } from '../errors.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -47,7 +47,11 @@ export function errorsAndAccessLog(logger: Logger): Middleware {
       const error = toAppError(caught);
       ctx.status = error.status;
       for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
-      ctx.body = { error: error.message, code: error.code };
+      ctx.body = {
+        error: error.message,
+        code: error.code,
+        ...(error instanceof RowProblemsError ? { problems: error.problems } : {}),
+      };
       if (error.status >= 500) {
         logger.error(
           { err: caught, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },

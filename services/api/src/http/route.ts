@@ -68,6 +68,12 @@ export interface RouteSpec<
     body?: B;
     /** multipart/form-data: the handler reads the parsed upload itself. */
     multipart?: { description: string; fileField: string };
+    /**
+     * The body is a whole file, CSV (text/csv) or JSON, of at most maxBytes: JSON is
+     * parsed by the body reader (checked by the handler against `json`), CSV is left to the
+     * handler (readFileBody).
+     */
+    file?: { description: string; json: z.ZodType; maxBytes: number };
     headers?: z.ZodObject;
   };
   responses: Record<number, ResponseSpec>;
@@ -236,6 +242,15 @@ export function methodNotAllowed(): Middleware {
     }
     throw new MethodNotAllowedError(ctx.method, ctx.path, allowed);
   };
+}
+
+/** Where a route's body may exceed the JSON limit: its full path as a pattern, and its limit. */
+export function largeBodyLimits(routes: RouteSpec[]): { pattern: RegExp; maxBytes: number }[] {
+  return routes.flatMap((route) => {
+    if (!route.request?.file) return [];
+    const path = `${basePaths[route.base]}${route.path}`.replace(/:[A-Za-z]+/g, '[^/]+');
+    return [{ pattern: new RegExp(`^${path}$`), maxBytes: route.request.file.maxBytes }];
+  });
 }
 
 /** Collects every route of the app; mounts them and feeds the OpenAPI document. */

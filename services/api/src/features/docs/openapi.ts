@@ -89,7 +89,7 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
     ...(headers ? { headers } : {}),
   });
   const request = route.request ?? {};
-  if (request.query || request.params || request.body || request.multipart || request.headers) {
+  if (request.query || request.params || request.body || request.multipart || request.file || request.headers) {
     implied[400] = error('Invalid parameter or body; the message names the parameter at fault');
   }
   if (route.auth === 'apiKey') {
@@ -117,6 +117,12 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
     implied[413] = error(`JSON body over ${options.limits.maxJsonBytes} bytes, counted after decompression${none}`);
     implied[415] = error(
       `The body declares a charset other than UTF-8 or a Content-Encoding other than identity, gzip, deflate or br${request.body ? ', or is not application/json' : ''}${none}`,
+    );
+  }
+  if (request.file) {
+    implied[413] = error(`File over ${request.file.maxBytes} bytes (JSON counted after decompression)`);
+    implied[415] = error(
+      'The body is neither text/csv nor application/json, declares a charset other than UTF-8, or compresses a CSV body',
     );
   }
   if (request.multipart) {
@@ -208,6 +214,19 @@ function routeConfig(route: RouteSpec, options: DocumentOptions, withSchemas: bo
       : {},
     responses,
   };
+  if (request.file && withSchemas) {
+    config.request = {
+      ...config.request,
+      body: {
+        required: true,
+        description: request.file.description,
+        content: {
+          'text/csv': { schema: { type: 'string' } },
+          'application/json': { schema: request.file.json },
+        },
+      },
+    };
+  }
   if (request.multipart) {
     config.request = {
       ...config.request,

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { ErrorResponse } from '../../http/common-schemas.ts';
+import { readFileBody } from '../../http/body.ts';
 import { defineRoute, type HttpMethod, type RouteSpec } from '../../http/route.ts';
+import { importFile } from './import.service.ts';
+import { ImportJson, ImportRejected, ImportResult } from './import.schemas.ts';
 import * as responses from './responses.ts';
 import * as schemas from './schemas.ts';
 import * as provisioning from './service.ts';
@@ -203,21 +206,58 @@ export function provisioningRoutes(deps: ProvisioningDeps): RouteSpec[] {
     },
   ];
 
-  return operations.map((operation) =>
-    defineRoute({
-      method: operation.method,
-      base: 'admin',
-      path: operation.path,
-      operationId: operation.operationId,
-      summary: operation.summary,
-      tags: ['Admin'],
-      auth: 'admin',
-      request: { params: operation.params, body: operation.body },
-      responses: { [operation.status]: { description: 'Success', schema: operation.response }, ...errors },
-      handler: async (ctx, input) => {
-        ctx.status = operation.status;
-        ctx.body = await operation.run((input.params ?? {}) as Record<string, string>, input.body as never);
-      },
-    }),
-  );
+  return [
+    ...operations.map((operation) =>
+      defineRoute({
+        method: operation.method,
+        base: 'admin',
+        path: operation.path,
+        operationId: operation.operationId,
+        summary: operation.summary,
+        tags: ['Admin'],
+        auth: 'admin',
+        request: { params: operation.params, body: operation.body },
+        responses: { [operation.status]: { description: 'Success', schema: operation.response }, ...errors },
+        handler: async (ctx, input) => {
+          ctx.status = operation.status;
+          ctx.body = await operation.run((input.params ?? {}) as Record<string, string>, input.body as never);
+        },
+      }),
+    ),
+    importRoute(deps),
+  ];
+}
+
+/** A whole CSV file of 10,000 rows is about 1.5 MB: the limit leaves room for long names. */
+const IMPORT_MAX_BYTES = 32 * 1024 * 1024;
+
+function importRoute(deps: ProvisioningDeps): RouteSpec {
+  return defineRoute({
+    method: 'post',
+    base: 'admin',
+    path: '/tenants/:tenantId/import',
+    operationId: 'adminImport',
+    summary: 'Import assets and their devices from one CSV or JSON file, all or nothing',
+    description:
+      'One row per device (an asset without a device leaves deviceId empty; an asset with several devices repeats ' +
+      'its columns). Assets are matched by identifier and devices by deviceId, so importing the same file again ' +
+      'changes nothing; an empty value keeps what is stored; missing asset types are created. CSV: a header row with ' +
+      'the AdminImportRow names. JSON: `{"rows": [AdminImportRow, …]}`. Any row at fault refuses the whole file ' +
+      'with a 422 listing every problem.',
+    tags: ['Admin'],
+    auth: 'admin',
+    request: {
+      params: tenantParams,
+      file: { description: 'The file: text/csv, or application/json', json: ImportJson, maxBytes: IMPORT_MAX_BYTES },
+    },
+    responses: {
+      200: { description: 'Imported: what was created, updated and left as it was', schema: ImportResult },
+      ...errors,
+      422: { description: 'Rows at fault; nothing was written', schema: ImportRejected },
+    },
+    handler: async (ctx, input) => {
+      const file = await readFileBody(ctx, IMPORT_MAX_BYTES);
+      ctx.body = await importFile(deps, input.params.tenantId, file.value, file.format);
+    },
+  });
 }

@@ -7,7 +7,16 @@ import { visibleAsset } from './assets.repository.ts';
 import { readCapabilities } from './capabilities.service.ts';
 import { notFound, readErrors, TELEMETRY_TAG } from './common.ts';
 import { readDataQuality } from './data-quality.service.ts';
-import { assetIdFilter, paging, range, rangeRules, resolutionParam } from './params.ts';
+import {
+  assetIdFilter,
+  dataQualityStatusParam,
+  optionalPaging,
+  paging,
+  range,
+  rangeRules,
+  resolutionParam,
+  searchParam,
+} from './params.ts';
 import { autoResolution, listPositions } from './positions.repository.ts';
 import {
   TelemetryAssetStateResponse,
@@ -110,10 +119,21 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
       operationId: 'getTelemetryDataQuality',
       summary: 'Data quality of the devices in scope: statuses, message types, recent errors and a summary',
       description:
-        'One entry per device (with its asset). Status, first that applies: disabled, offline, silent, errors (> 5 % rejected), poor_gps (< 80 % valid of ≥ 10 fixes), delayed (median receive delay > 5 min), ok. Default range: the last 24 hours; at most 31 days.',
+        'One entry per device (with its asset). Status, first that applies: disabled, offline, silent, errors (> 5 % rejected), poor_gps (< 80 % valid of ≥ 10 fixes), delayed (median receive delay > 5 min), ok. Default range: the last 24 hours; at most 31 days.\n\n' +
+        '`status` and `q` narrow the entries listed in `assets`; `limit`/`offset` page them (then `paging` gives the number matching). `summary` and `messageTypes` always cover every device in scope.',
       tags: [TELEMETRY_TAG],
       auth: 'apiKey',
-      request: { query: z.object({ ...range, assetId: assetIdFilter }) },
+      request: {
+        query: z.object({
+          ...range,
+          assetId: assetIdFilter,
+          status: dataQualityStatusParam,
+          q: searchParam.meta({
+            description: 'Case-insensitive part of the asset name, asset identifier or device id',
+          }),
+          ...optionalPaging,
+        }),
+      },
       responses: {
         200: { description: 'The data-quality report', schema: TelemetryDataQualityResponse },
         ...readErrors,
@@ -123,7 +143,15 @@ export function assetRoutes(deps: AppDeps): RouteSpec[] {
         const scope = scopeOf(requireApiKey(auth));
         const resolved = resolveRange(query, rangeRules.dataQuality);
         if (query.assetId) await visibleAsset(deps.pool, scope, query.assetId);
-        ctx.body = await readDataQuality(deps.pool, scope, resolved, query.assetId, deps.config.telemetryStatus);
+        const page =
+          query.limit === undefined && query.offset === undefined
+            ? undefined
+            : { limit: query.limit ?? 100, offset: query.offset ?? 0 };
+        ctx.body = await readDataQuality(deps.pool, scope, resolved, query.assetId, deps.config.telemetryStatus, {
+          statuses: query.status,
+          q: query.q,
+          page,
+        });
       },
     }),
   ];

@@ -10,11 +10,9 @@ import {
   type DeviceCounts,
   type HourRange,
 } from './counts.repository.ts';
-import type { dataQualityStatuses } from './schemas.ts';
+import type { DataQualityStatus } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type TelemetryScope } from './sql.ts';
 import { onlineStatusSql, type StatusRules } from './status.ts';
-
-type DataQualityStatus = (typeof dataQualityStatuses)[number];
 
 /** Fixed parts of the report; the status thresholds come from the configuration (StatusRules). */
 export const dataQualityRules = {
@@ -308,6 +306,36 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   return groups;
 }
 
+/** Which entries the answer lists; the summary and message types always cover the whole scope. */
+export interface DataQualityView {
+  /** Only entries with one of these statuses. */
+  statuses?: Set<DataQualityStatus>;
+  /** Case-insensitive substring of the asset's name or identifier, or of the device id. */
+  q?: string;
+  /** One page of the matching entries; absent: all of them. */
+  page?: { limit: number; offset: number };
+}
+
+function matchesView(view: DataQualityView) {
+  const needle = view.q?.toLowerCase();
+  return (entry: { status: DataQualityStatus; name: string; identifier: string; deviceId: string }) =>
+    (view.statuses === undefined || view.statuses.has(entry.status)) &&
+    (needle === undefined ||
+      [entry.name, entry.identifier, entry.deviceId].some((text) => text.toLowerCase().includes(needle)));
+}
+
+/**
+ * The entries the view asks for, with `paging` when it asked for a page. Every device is
+ * assessed anyway (the summary counts them all), so filtering the assessed list is the
+ * same one pass over the devices in scope; what a page saves is the answer's size.
+ */
+function selectEntries<T extends Parameters<ReturnType<typeof matchesView>>[0]>(entries: T[], view: DataQualityView) {
+  const matching = view.statuses || view.q !== undefined ? entries.filter(matchesView(view)) : entries;
+  if (!view.page) return { assets: matching };
+  const { limit, offset } = view.page;
+  return { assets: matching.slice(offset, offset + limit), paging: { limit, offset, total: matching.length } };
+}
+
 /**
  * The data-quality report over the whole UTC hours covering [from, to): one entry per
  * device (with its asset), message types, the latest messages with an error and a
@@ -322,6 +350,7 @@ export async function readDataQuality(
   range: ResolvedRange,
   assetId: string | undefined,
   rules: StatusRules,
+  view: DataQualityView = {},
 ) {
   const hours = wholeHours(range);
   const read = await readReport(pool, scope, hours, assetId, rules);
@@ -362,6 +391,7 @@ export async function readDataQuality(
   const scored = assets.filter((entry) => entry.status !== 'disabled');
   const assetsWithData = assets.filter((entry) => entry.messageCount > 0).length;
   const anySeen = devices.some((device) => device.lastSeenAt !== null);
+  const selected = selectEntries(assets, view);
 
   return {
     generatedAt: read.at.toISOString(),
@@ -375,7 +405,7 @@ export async function readDataQuality(
         : anySeen
           ? ('configured' as const)
           : ('configured_no_data' as const),
-    assets,
+    assets: selected.assets,
     messageTypes,
     recentErrors: errors,
     summary: {
@@ -405,5 +435,6 @@ export async function readDataQuality(
       // The counters hold every batch committed before the snapshot the answer was read in.
       analyticsUpdatedAt: read.at.toISOString(),
     },
+    ...(selected.paging ? { paging: selected.paging } : {}),
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { limitParam, offsetParam, timeParam, type RangeRules } from '../../http/query.ts';
+import { dataQualityStatuses, type DataQualityStatus } from './schemas.ts';
 
 // Query parameters of the telemetry endpoints. Each failure message is what follows the
 // parameter's name in the 400 ("invalid query parameter bucket: must be hour or day").
@@ -62,6 +63,36 @@ export const booleanParam = z
   .enum(['true', 'false'], 'must be true or false')
   .transform((value) => value === 'true')
   .optional();
+
+/**
+ * `status` of the data-quality report: one or more statuses, comma-separated
+ * (`offline,silent`), kept as a set.
+ */
+export const dataQualityStatusParam = z
+  .string()
+  .transform((value, ctx) => {
+    const statuses = value.split(',').map((part) => part.trim());
+    const known = new Set<string>(dataQualityStatuses);
+    if (statuses.some((status) => !known.has(status))) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be one or more of ${dataQualityStatuses.join(', ')}, comma-separated`,
+      });
+      return z.NEVER;
+    }
+    return new Set(statuses as DataQualityStatus[]);
+  })
+  .optional()
+  .meta({
+    description: `Only entries with one of these statuses, comma-separated: ${dataQualityStatuses.join(', ')}`,
+    example: 'offline,silent',
+  });
+
+/** limit/offset of the data-quality report: without either, the answer holds every entry. */
+export const optionalPaging = {
+  limit: limitParam.unwrap().optional().meta({ description: 'Page size, 1–500 (default 100 when offset is given)' }),
+  offset: offsetParam.unwrap().optional().meta({ description: 'Zero-based offset of the first entry (default 0)' }),
+};
 
 /** limit/offset of JSON lists. */
 export const paging = { limit: limitParam, offset: offsetParam };

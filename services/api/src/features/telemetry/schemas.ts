@@ -231,6 +231,7 @@ export const TelemetryServiceRequestMetricsResponse = z
   .meta({ id: 'TelemetryServiceRequestMetricsResponse' });
 
 export const dataQualityStatuses = ['ok', 'delayed', 'offline', 'silent', 'poor_gps', 'errors', 'disabled'] as const;
+export type DataQualityStatus = (typeof dataQualityStatuses)[number];
 
 export const TelemetryDataQualityAsset = z
   .object({
@@ -322,6 +323,14 @@ export const TelemetryDataQualityResponse = z
     messageTypes: z.array(TelemetryDataQualityMessageType),
     recentErrors: z.array(TelemetryDataQualityRecentError),
     summary: TelemetryDataQualitySummary,
+    paging: z
+      .object({
+        limit: int(),
+        offset: int(),
+        total: int().meta({ description: 'Entries matching status and q, over every page' }),
+      })
+      .optional()
+      .meta({ description: 'Present only when limit or offset was asked: `assets` is then one page' }),
   })
   .meta({ id: 'TelemetryDataQualityResponse' });
 
