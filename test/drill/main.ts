@@ -6,17 +6,23 @@
  *   postgres-restart  a private PostgreSQL stopped for DRILL_POSTGRES_DOWN_SECONDS mid-run
  *   broker-restart    the broker restarted, then down for DRILL_BROKER_DOWN_SECONDS, mid-run
  *   webhook-down      the webhook receiver down for DRILL_WEBHOOK_DOWN_SECONDS while events flow
+ *   failover          Patroni (2 nodes, etcd, HAProxy): the primary node killed, then a switchover
+ *   restore           pgBackRest: full backup, point-in-time restore, Gantry on the restored copy
  *
  * Env: DRILL_MESSAGES (1,000,000 readings per ingest drill), DRILL_DEVICES (500),
  * DRILL_POSTGRES_DOWN_SECONDS (10), DRILL_BROKER_DOWN_SECONDS (10),
  * DRILL_WEBHOOK_DOWN_SECONDS (120), GANTRY_TEST_DATABASE_URL (the server for the
- * drills' databases, default postgresql://postgres@127.0.0.1:5432).
+ * drills' databases, default postgresql://postgres@127.0.0.1:5432); DRILL_FAILOVER_MESSAGES
+ * (150,000) and DRILL_FAILOVER_RATE (1,000 msg/s) for the failover drill, DRILL_RESTORE_MESSAGES
+ * (60,000) for the restore drill.
  */
 import os from 'node:os';
 import { killAllServices } from '../support/processes.ts';
 import { brokerRestartDrill } from './drills/broker-restart.ts';
+import { failoverDrill } from './drills/failover.ts';
 import { killDrill } from './drills/kill.ts';
 import { postgresRestartDrill } from './drills/postgres-restart.ts';
+import { restoreDrill } from './drills/restore.ts';
 import { webhookDownDrill } from './drills/webhook-down.ts';
 import { Cleanup, DrillReport, fmt, type DrillContext } from './report.ts';
 
@@ -43,6 +49,16 @@ const drills: Drill[] = [
     run: brokerRestartDrill,
   },
   { name: 'webhook-down', title: () => 'webhook receiver down while events are produced', run: webhookDownDrill },
+  {
+    name: 'failover',
+    title: () => 'Patroni failover under ingest and API load: the primary node killed, then a switchover',
+    run: failoverDrill,
+  },
+  {
+    name: 'restore',
+    title: () => 'pgBackRest backup restored to a point in time, Gantry started on the copy',
+    run: restoreDrill,
+  },
 ];
 
 function positiveInt(name: string, fallback: number): number {

@@ -164,7 +164,9 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
 
   const connection = new ExportConnection(pool, await pool.connect(), ctx.res);
   try {
-    await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    // A page streams at the pace of its reader: the pool's statement_timeout would cut a
+    // slow download, which ends instead when the client goes away.
+    await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL statement_timeout = 0');
     const { rows } = await connection.client.query<{ snapshot: string }>(
       '/* api:exportSnapshot */ SELECT pg_export_snapshot() AS snapshot',
     );
