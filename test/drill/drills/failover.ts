@@ -163,7 +163,7 @@ interface Gap {
 /**
  * Runs one fault and measures it: the gap is from the last write on the old primary
  * (the fault's start when the node is killed) to the first write on the new one; the
- * first batch is ingest's first commit after the gap opened, from the fault's start.
+ * first batch is ingest's first commit on the new primary, from the fault's start.
  */
 async function measureFault(
   report: DrillReport,
@@ -190,15 +190,16 @@ async function measureFault(
   const gapEnd = probe.probes.find((entry) => entry.at >= faultAt && entry.port === newPort)!.at;
   const lastOld = probe.probes.filter((entry) => entry.port === oldPort && entry.at < gapEnd).at(-1)?.at ?? faultAt;
   const gapStart = Math.max(faultAt, lastOld);
-  const storedAtGap = [...commits.samples].reverse().find((sample) => sample.at <= gapStart)?.stored ?? 0;
-  await system.until(
-    'an ingest commit after the gap',
-    () => commits.samples.some((sample) => sample.at > gapStart && sample.stored > storedAtGap),
-    5 * 60_000,
-  );
+  // Ingest's count as the new primary took its first write: the next increase is a batch
+  // committed there (to the sampling grain, 200 ms); one committed on the old primary
+  // just before its demotion is in the baseline.
+  const storedAtGapEnd = [...commits.samples].reverse().find((sample) => sample.at <= gapEnd)?.stored ?? 0;
+  const committedOnNew = (sample: { at: number; stored: number }) =>
+    sample.at > gapEnd && sample.stored > storedAtGapEnd;
+  await system.until('an ingest commit on the new primary', () => commits.samples.some(committedOnNew), 5 * 60_000);
   await probe.stop();
   await commits.stop();
-  const firstCommitAt = commits.samples.find((sample) => sample.at > gapStart && sample.stored > storedAtGap)?.at;
+  const firstCommitAt = commits.samples.find(committedOnNew)?.at;
   const during = dashboard.answers.filter((answer) => answer.startedAt >= gapStart && answer.startedAt <= gapEnd);
   const gap: Gap = {
     endedAt: gapEnd,
