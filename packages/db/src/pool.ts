@@ -118,6 +118,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return (
     code === '25006' || // read_only_sql_transaction: this node is a replica now
     code === '53300' || // too_many_connections (a restarting node, or the new primary flooded)
-    /timeout exceeded when trying to connect|Connection terminated/i.test(error.message)
+    /timeout exceeded when trying to connect/i.test(error.message) // pg-pool's own connection timeout
   );
 }
