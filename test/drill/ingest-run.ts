@@ -26,6 +26,8 @@ export interface IngestDrillOptions {
   devices: number;
   /** Extra GANTRY_* variables for ingest. */
   ingestEnv?: Record<string, string>;
+  /** Messages per second (default: as fast as the broker takes them). */
+  publishRate?: number;
 }
 
 type ServiceName = 'ingest' | 'worker';
@@ -205,15 +207,19 @@ export async function runIngestDrill(
     clientIdPrefix: `drill-pub-${options.label}-${run}`,
   });
   cleanup.add('publisher', () => publisher.close());
-  const publishing = publishMessages(publisher, fleetMessages(plan)).then((published) => {
-    report.step('publisher done: every message acknowledged by the broker', {
-      published,
-      'publisher sent': publisher.stats.sent,
-    });
-    return published;
-  });
+  const publishing = publishMessages(publisher, fleetMessages(plan), { rate: options.publishRate }).then(
+    (published) => {
+      report.step('publisher done: every message acknowledged by the broker', {
+        published,
+        'publisher sent': publisher.stats.sent,
+      });
+      return published;
+    },
+  );
   publishing.catch(() => undefined);
-  report.step('publishing (QoS 1, 2 connections, window 2,000 each)');
+  report.step(
+    `publishing (QoS 1, 2 connections, window 2,000 each${options.publishRate ? `, ${fmt(options.publishRate)} msg/s` : ''})`,
+  );
 
   const silver = () => count(pool, 'SELECT count(*) AS count FROM telemetry_readings');
   const until: RunningSystem['until'] = async (what, predicate, timeoutMs = 20 * 60_000) => {

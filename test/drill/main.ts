@@ -8,19 +8,27 @@
  *   webhook-down      the webhook receiver down for DRILL_WEBHOOK_DOWN_SECONDS while events flow
  *   broker-node       a NATS cluster node, then an ingest process, SIGKILLed while devices publish
  *                     (only when named: it needs nats-server)
+ *   failover          Patroni (2 nodes, etcd, HAProxy): the primary node killed, then a switchover
+ *                     (only when named: it needs patroni, etcd and haproxy)
+ *   restore           pgBackRest: full backup, point-in-time restore, Gantry on the restored copy
+ *                     (only when named: it needs pgbackrest)
  *
  * Env: DRILL_MESSAGES (1,000,000 readings per ingest drill), DRILL_DEVICES (500),
  * DRILL_POSTGRES_DOWN_SECONDS (10), DRILL_BROKER_DOWN_SECONDS (10),
  * DRILL_WEBHOOK_DOWN_SECONDS (120), DRILL_BROKER_NODE_RATE (1,000 msg/s) and
- * DRILL_BROKER_NODE_SECONDS (60) for broker-node, GANTRY_TEST_DATABASE_URL (the server for the
- * drills' databases, default postgresql://postgres@127.0.0.1:5432).
+ * DRILL_BROKER_NODE_SECONDS (60) for broker-node, DRILL_FAILOVER_MESSAGES (150,000) and
+ * DRILL_FAILOVER_RATE (1,000 msg/s) for failover, DRILL_RESTORE_MESSAGES (60,000) for restore,
+ * GANTRY_TEST_DATABASE_URL (the server for the drills' databases, default
+ * postgresql://postgres@127.0.0.1:5432).
  */
 import os from 'node:os';
 import { killAllServices } from '../support/processes.ts';
 import { brokerNodeDrill } from './drills/broker-node.ts';
 import { brokerRestartDrill } from './drills/broker-restart.ts';
+import { failoverDrill } from './drills/failover.ts';
 import { killDrill } from './drills/kill.ts';
 import { postgresRestartDrill } from './drills/postgres-restart.ts';
+import { restoreDrill } from './drills/restore.ts';
 import { webhookDownDrill } from './drills/webhook-down.ts';
 import { Cleanup, DrillReport, fmt, type DrillContext } from './report.ts';
 
@@ -53,6 +61,18 @@ const drills: Drill[] = [
     name: 'broker-node',
     title: () => 'a node of a three-node NATS cluster, then one of two ingest processes, killed mid-stream',
     run: brokerNodeDrill,
+    onRequest: true,
+  },
+  {
+    name: 'failover',
+    title: () => 'Patroni failover under ingest and API load: the primary node killed, then a switchover',
+    run: failoverDrill,
+    onRequest: true,
+  },
+  {
+    name: 'restore',
+    title: () => 'pgBackRest backup restored to a point in time, Gantry started on the copy',
+    run: restoreDrill,
     onRequest: true,
   },
 ];

@@ -57,7 +57,7 @@ afterAll(async () => {
 });
 
 describe('errors say nothing of internals', () => {
-  it('a failing database gives a bare 500 with a request id; the log has the cause and the request id, never the key', async () => {
+  it('a database that refuses connections gives a 503 with Retry-After and a request id; the log has the cause and the request id, never the key', async () => {
     // The same app on a pool whose server refuses connections: a real failure, no mock.
     const broken = createPool('postgres://postgres@127.0.0.1:1/gantry_nowhere_test', { max: 1 });
     const lines: string[] = [];
@@ -75,13 +75,17 @@ describe('errors say nothing of internals', () => {
     );
     try {
       const response = await failing.external('/me', tenant.tenantKey);
-      expect(response.status).toBe(500);
+      expect(response.status).toBe(503);
+      expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
       const requestId = response.headers.get('x-request-id');
       expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
       const text = await response.text();
-      expect(JSON.parse(text)).toEqual({ error: 'internal server error', code: 'internal_error' });
-      const failure = lines.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'request failed');
-      expect(failure).toMatchObject({ requestId, method: 'GET', path: '/api/external/v1/me' });
+      expect(JSON.parse(text)).toEqual({
+        error: 'the database is unavailable right now; retry shortly',
+        code: 'database_unavailable',
+      });
+      const failure = lines.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'database unavailable');
+      expect(failure).toMatchObject({ requestId, path: '/api/external/v1/me' });
       expect(JSON.stringify(failure.err)).toMatch(/ECONNREFUSED/);
       const secret = keySecret(tenant.tenantKey);
       expect(lines.join('\n')).not.toContain(secret);

@@ -108,6 +108,7 @@ export const environmentSchema = z.object({
   GANTRY_MAX_JSON_BYTES: positiveInt.default(1024 * 1024),
   GANTRY_MAX_UPLOAD_BYTES: positiveInt.default(25 * 1024 * 1024),
   GANTRY_REQUEST_TIMEOUT_MS: positiveInt.default(30000),
+  GANTRY_API_STATEMENT_TIMEOUT_MS: positiveInt.default(30000),
 
   GANTRY_RUN_MIGRATIONS: booleanFlag.default(true),
   GANTRY_DEMO: booleanFlag.default(true),
@@ -173,6 +174,8 @@ export interface Config {
     maxJsonBytes: number;
     maxUploadBytes: number;
     requestTimeoutMs: number;
+    /** statement_timeout of the API's pool (exports lift it for their streaming COPY). */
+    statementTimeoutMs: number;
   };
   log: { level: Environment['GANTRY_LOG_LEVEL']; format: 'json' | 'pretty' };
   ingest: {
@@ -301,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxJsonBytes: e.GANTRY_MAX_JSON_BYTES,
       maxUploadBytes: e.GANTRY_MAX_UPLOAD_BYTES,
       requestTimeoutMs: e.GANTRY_REQUEST_TIMEOUT_MS,
+      statementTimeoutMs: e.GANTRY_API_STATEMENT_TIMEOUT_MS,
     },
     log: {
       level: e.GANTRY_LOG_LEVEL,

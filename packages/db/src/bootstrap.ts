@@ -1,7 +1,7 @@
 import type { Config } from '@gantry/config';
 import type { Logger } from '@gantry/logger';
 import { migrateDatabase } from './migrate.ts';
-import { createPool, type Pool } from './pool.ts';
+import { createPool, type Pool, type PoolOptions } from './pool.ts';
 import { recordedStorageMode, type StorageMode } from './storage-mode.ts';
 
 export interface OpenDatabase {
@@ -17,6 +17,7 @@ export async function openDatabase(
   config: Config & { databaseUrl: string },
   logger: Logger,
   applicationName: string,
+  poolOptions: Pick<PoolOptions, 'statementTimeoutMs' | 'connectionTimeoutMs'> = {},
 ): Promise<OpenDatabase> {
   if (config.runMigrations) {
     await migrateDatabase(config.databaseUrl, {
@@ -25,7 +26,7 @@ export async function openDatabase(
       logger,
     });
   }
-  const pool = createPool(config.databaseUrl, { max: config.dbPoolSize, applicationName, logger });
+  const pool = createPool(config.databaseUrl, { ...poolOptions, max: config.dbPoolSize, applicationName, logger });
   const storageMode = await recordedStorageMode(pool);
   if (storageMode === null) {
     await pool.end();

@@ -4,6 +4,7 @@ export {
   inTransaction,
   withTransaction,
   isConnectionError,
+  isDatabaseUnavailable,
   type Pool,
   type PoolClient,
   type Queryable,

@@ -15,6 +15,13 @@ export interface PoolOptions {
   max?: number;
   applicationName?: string;
   logger?: Logger;
+  /**
+   * Server-side bound on each statement (statement_timeout), so a request never waits
+   * forever on a lock or a stalled server; absent means none (derivation, migrations).
+   */
+  statementTimeoutMs?: number;
+  /** How long to wait for a connection, from the pool or the server (default 10 s). */
+  connectionTimeoutMs?: number;
 }
 
 export function createPool(connectionString: string, options: PoolOptions = {}): pg.Pool {
@@ -22,8 +29,9 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'gantry',
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     idleTimeoutMillis: 30_000,
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', (error) =>
@@ -93,5 +101,23 @@ export function isConnectionError(error: unknown): boolean {
     code === '57P02' || // crash_shutdown
     code === '57P03' || // cannot_connect_now
     /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message)
+  );
+}
+
+/**
+ * True for errors that mean "no writable primary behind the endpoint right now": the
+ * connection failures above, a pool that timed out waiting for one, a node that a
+ * failover demoted under an open connection (25006 read_only_sql_transaction) and a
+ * node that is still starting or shutting down. A caller can answer "retry later"
+ * instead of failing: the cause is the database, not the request.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (isConnectionError(error)) return true;
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: string }).code ?? '';
+  return (
+    code === '25006' || // read_only_sql_transaction: this node is a replica now
+    code === '53300' || // too_many_connections (a restarting node, or the new primary flooded)
+    /timeout exceeded when trying to connect/i.test(error.message) // pg-pool's own connection timeout
   );
 }

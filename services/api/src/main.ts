@@ -24,7 +24,12 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ ...config.log, name: 'gantry-api' });
   if (!config.databaseUrl) throw new Error('GANTRY_DATABASE_URL is required to run the API on its own');
-  const { pool } = await openDatabase({ ...config, databaseUrl: config.databaseUrl }, logger, 'gantry-api');
+  // Bounded waits, so that while no primary answers (a failover) a request fails fast
+  // with a 503 instead of hanging on a connection or a statement.
+  const { pool } = await openDatabase({ ...config, databaseUrl: config.databaseUrl }, logger, 'gantry-api', {
+    statementTimeoutMs: config.http.statementTimeoutMs,
+    connectionTimeoutMs: 5_000,
+  });
   const mqttUrl = config.mqtt.url;
   const server = await startApiServer(
     {

@@ -167,7 +167,9 @@ export async function sendExport(ctx: Context, pool: Pool, request: ExportReques
   // Side connections and cancels must reach the server this connection is on (a replica, say).
   const connection = new ExportConnection(currentPool(pool), client, ctx.res);
   try {
-    await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    // A page streams at the pace of its reader: the pool's statement_timeout would cut a
+    // slow download, which ends instead when the client goes away.
+    await connection.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL statement_timeout = 0');
     const { rows } = await connection.client.query<{ snapshot: string }>(
       '/* api:exportSnapshot */ SELECT pg_export_snapshot() AS snapshot',
     );

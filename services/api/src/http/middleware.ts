@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { Histogram, register } from 'prom-client';
+import { isDatabaseUnavailable } from '@gantry/db';
 import type { Logger } from '@gantry/logger';
 import { AppError, RowProblemsError } from '../errors.ts';
 
@@ -52,7 +53,9 @@ export function errorsAndAccessLog(logger: Logger): Middleware {
         code: error.code,
         ...(error instanceof RowProblemsError ? { problems: error.problems } : {}),
       };
-      if (error.status >= 500) {
+      if (error.code === DATABASE_UNAVAILABLE) {
+        logger.warn({ err: caught, requestId: ctx.state.requestId, path: ctx.path }, 'database unavailable');
+      } else if (error.status >= 500) {
         logger.error(
           { err: caught, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
           'request failed',
@@ -80,9 +83,23 @@ export function errorsAndAccessLog(logger: Logger): Middleware {
   };
 }
 
-/** Maps errors of the libraries underneath (body parser, Koa) onto AppErrors. */
+const DATABASE_UNAVAILABLE = 'database_unavailable';
+
+/** Seconds a client is told to wait while no primary answers: a Patroni failover takes 10–30 s. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Maps errors of the libraries underneath (body parser, Koa, pg) onto AppErrors. A
+ * database that cannot be reached or has just been demoted (a failover in progress) is
+ * a 503 with Retry-After: the request may succeed as is once a primary answers again.
+ */
 function toAppError(caught: unknown): AppError {
   if (caught instanceof AppError) return caught;
+  if (isDatabaseUnavailable(caught)) {
+    return new AppError(503, DATABASE_UNAVAILABLE, 'the database is unavailable right now; retry shortly', {
+      'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS),
+    });
+  }
   const error = caught as {
     status?: number;
     statusCode?: number;

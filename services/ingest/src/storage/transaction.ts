@@ -1,4 +1,4 @@
-import { isConnectionError, type Pool, type PoolClient } from '@gantry/db';
+import { isConnectionError, isDatabaseUnavailable, type Pool, type PoolClient } from '@gantry/db';
 
 /**
  * One round trip opens the transaction and bounds every statement in it: a batch that
@@ -27,6 +27,9 @@ export async function inTransaction<T>(
     await client.query('ROLLBACK').catch((rollbackError: Error) => {
       broken = rollbackError;
     });
+    // A node demoted by a failover answers 25006 on a connection that still works: the
+    // connection is dropped so the retry reconnects through the endpoint to the new primary.
+    if (isDatabaseUnavailable(error)) broken ??= error as Error;
     throw error;
   } finally {
     client.off('error', onError);

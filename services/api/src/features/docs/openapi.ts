@@ -105,6 +105,15 @@ function impliedResponses(route: RouteSpec, options: DocumentOptions): Record<nu
     implied[500] = error('Server-side error (the body says nothing of internals; quote X-Request-Id)');
   }
   if (route.auth === 'admin') implied[401] = error('Missing or invalid admin token');
+  if (route.auth === 'apiKey' || route.auth === 'admin') {
+    // The error middleware's answer while no database primary answers (a failover, a restart).
+    implied[503] = error(
+      'The database is unavailable for a moment (a failover or a restart); retry after Retry-After seconds',
+      {
+        'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+      },
+    );
+  }
   if (route.tenantKeyOnly) implied[403] = error('The operation needs a tenant-wide key');
   // 405 belongs to the path, which OpenAPI 3.0 cannot give responses: stated on each operation.
   implied[405] = error(
@@ -295,7 +304,7 @@ const EXTERNAL_DESCRIPTION = (path: string) =>
     'Every error is JSON `{"error", "code"}` with the status that says why: 400 bad parameter, header or body; 401 key; 403 scope; 404 not found; ' +
       '405 method not allowed on the path (with `Allow`); 409 conflict; 413 body too large (counted after decompression); ' +
       '415 body not readable (media type, a charset other than UTF-8, a Content-Encoding other than identity, gzip, deflate or br); 422 Idempotency-Key reused with another body; ' +
-      '429 rate limited (with `Retry-After`); 500 server error (quote `X-Request-Id`).',
+      '429 rate limited (with `Retry-After`); 500 server error (quote `X-Request-Id`); 503 database unavailable for a moment, during a failover (with `Retry-After`).',
     'Secrets are never returned, with one stated exception: a webhook signing secret that the server generates (on create without `secret`, or on `rotateSecret`) ' +
       'is shown once, in that answer. A secret the client sends is never echoed.',
     'Clients must ignore unknown response fields.',
