@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import ExcelJS from 'exceljs';
 
@@ -53,32 +52,30 @@ export function parseCsv(text: string): string[][] {
   return rows;
 }
 
-/** The rows of the first sheet as exceljs' streaming reader sees them (values as text; dates as ISO). */
+/**
+ * The rows of the first sheet as exceljs reads them (values as text; dates as ISO). The whole
+ * file is loaded, not streamed: exceljs' streaming writer puts styles.xml after the sheet,
+ * and its streaming reader then turned a date cell into a date or into its serial number
+ * (46091) depending on whether the styles had been parsed by the time the row was emitted.
+ */
 export async function readXlsxRows(buffer: ArrayBuffer): Promise<string[][]> {
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(Readable.from([Buffer.from(buffer)]), {
-    sharedStrings: 'cache',
-    styles: 'cache',
-    worksheets: 'emit',
-    hyperlinks: 'ignore',
-    entries: 'ignore',
-  });
+  const workbook = new ExcelJS.Workbook();
+  await workbook.xlsx.load(buffer);
+  const sheet = workbook.worksheets[0];
   const rows: string[][] = [];
   let width = 0;
-  for await (const sheet of reader) {
-    for await (const row of sheet) {
-      const values = (row.values as unknown[]).slice(1);
-      if (rows.length === 0) width = values.length;
-      const cells: string[] = [];
-      for (let column = 0; column < width; column += 1) {
-        const value = values[column];
-        cells.push(
-          value === null || value === undefined ? '' : value instanceof Date ? value.toISOString() : String(value),
-        );
-      }
-      rows.push(cells);
+  sheet?.eachRow((row) => {
+    const values = (row.values as unknown[]).slice(1);
+    if (rows.length === 0) width = values.length;
+    const cells: string[] = [];
+    for (let column = 0; column < width; column += 1) {
+      const value = values[column];
+      cells.push(
+        value === null || value === undefined ? '' : value instanceof Date ? value.toISOString() : String(value),
+      );
     }
-    break;
-  }
+    rows.push(cells);
+  });
   return rows;
 }
 
