@@ -31,21 +31,14 @@ import { startWorker } from '../../services/worker/src/worker.ts';
 import { benchServerUrl, withDatabase } from '../support/database-url.ts';
 import { provisionFleetBulk } from '../support/ingest.ts';
 import { lateHistory, uploadLate } from '../support/late-upload.ts';
+import { positiveSetting } from './settings.ts';
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return value;
-}
-
-const MACHINES = setting('LATE_MACHINES', 64);
-const DAYS = setting('LATE_DAYS', 31);
-const GPS_EVERY_MIN = setting('LATE_GPS_EVERY_MIN', 5);
+const MACHINES = positiveSetting('LATE_MACHINES', 64);
+const DAYS = positiveSetting('LATE_DAYS', 31);
+const GPS_EVERY_MIN = positiveSetting('LATE_GPS_EVERY_MIN', 5);
 const MODES = (process.env.LATE_MODES ?? 'postgres,timescaledb').split(',').map((mode) => mode.trim()) as StorageMode[];
 /** Gives up waiting for gold after this long (it is a figure, not a hang). */
-const GIVE_UP_MS = setting('LATE_GIVE_UP_S', 900) * 1000;
+const GIVE_UP_MS = positiveSetting('LATE_GIVE_UP_S', 900) * 1000;
 const KEEP = process.env.LATE_KEEP_DATABASE === '1';
 const MINUTE = 60_000;
 

@@ -32,20 +32,13 @@ import { writeBatch } from '../../services/ingest/src/storage/write-batch.ts';
 import { refreshGold } from '../../services/worker/src/features/gold/refresh.ts';
 import { benchServerUrl, withDatabase } from '../support/database-url.ts';
 import { provisionFleetBulk } from '../support/ingest.ts';
+import { positiveSetting } from './settings.ts';
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return value;
-}
-
-const DEVICES = setting('POSITIONS_DEVICES', 1000);
-const GPS_EVERY_MS = setting('POSITIONS_GPS_EVERY_S', 2) * 1000;
-const BATCH_MS = setting('POSITIONS_BATCH_MS', 500);
-const PASS_MS = setting('POSITIONS_PASS_S', 5) * 1000;
-const MINUTES = setting('POSITIONS_MINUTES', 4);
+const DEVICES = positiveSetting('POSITIONS_DEVICES', 1000);
+const GPS_EVERY_MS = positiveSetting('POSITIONS_GPS_EVERY_S', 2) * 1000;
+const BATCH_MS = positiveSetting('POSITIONS_BATCH_MS', 500);
+const PASS_MS = positiveSetting('POSITIONS_PASS_S', 5) * 1000;
+const MINUTES = positiveSetting('POSITIONS_MINUTES', 4);
 const MINUTE = 60_000;
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
