@@ -38,7 +38,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { provisioning } from '@gantry/api';
 import { loadConfig } from '@gantry/config';
-import { createOutbox, createPool, migrateDatabase, readUtilization, type Pool, type StorageMode } from '@gantry/db';
+import { createOutbox, createPool, migrateDatabase, readUtilization, type Pool, type RequestedStorageMode, type StorageMode } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { createPublisher, encodeMessage, publishMessages } from '@gantry/simulator';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
@@ -49,6 +49,7 @@ import { provisionFleetBulk } from '../support/ingest.ts';
 import { spawnService, type ServiceProcess } from '../support/processes.ts';
 import { liveFleetTraffic } from './soak/live-traffic.ts';
 import { countHistory } from './counter-history.ts';
+import { serviceTuning } from './settings.ts';
 
 function setting(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -66,6 +67,8 @@ const HIGH = setting('PRESENT_HIGH', 3_000_000);
 const RATE = setting('PRESENT_RATE', 2000);
 const LOAD_SECONDS = setting('PRESENT_LOAD_SECONDS', 60);
 const REQUESTS = Math.max(5, setting('PRESENT_REQUESTS', 150));
+/** API clients going round the questions while loaded. */
+const API_CLIENTS = Math.round(setting('PRESENT_API_CLIENTS', 2));
 const KEEP = process.env.PRESENT_KEEP_DATABASE === '1';
 /** Which parts run: fleet, idle, load (comma-separated; all by default). */
 const PHASES = new Set((process.env.PRESENT_PHASES ?? 'fleet,idle,load').split(',').map((phase) => phase.trim()));
@@ -410,7 +413,7 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
   const services: ServiceProcess[] = [];
   try {
     const run = randomBytes(3).toString('hex');
-    const common = { GANTRY_DATABASE_URL: databaseUrl, GANTRY_MQTT_URL: broker.url };
+    const common = { ...serviceTuning(), GANTRY_DATABASE_URL: databaseUrl, GANTRY_MQTT_URL: broker.url };
     services.push(
       await spawnService('ingest', {
         env: { ...common, GANTRY_INGEST_CLIENT_ID: `present-${run}`, GANTRY_INGEST_SHARED_GROUP: `present-${run}` },
@@ -462,7 +465,7 @@ async function underLoad(pool: Pool, databaseUrl: string, api: ServiceProcess, t
     ];
     const latencies = new Map<string, number[]>(rotation.map((q) => [q.name, []]));
     let failures = 0;
-    const clients = [0, 1].map(async (offset) => {
+    const clients = Array.from({ length: API_CLIENTS }, (_, offset) => offset).map(async (offset) => {
       for (let i = offset; !stop.signal.aborted; i += 1) {
         const question = rotation[i % rotation.length]!;
         try {
@@ -570,7 +573,7 @@ async function main(): Promise<void> {
   try {
     log(`migrating ${database}…`);
     const { storageMode } = await migrateDatabase(databaseUrl, {
-      storageMode: 'auto',
+      storageMode: (process.env.PRESENT_STORAGE_MODE ?? 'auto') as RequestedStorageMode,
       retention: { bronzeDays: 14, readingDays: 400 },
     });
     pool = createPool(databaseUrl, { max: 6, applicationName: 'gantry-bench-present' });

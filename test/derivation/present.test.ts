@@ -126,6 +126,21 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
         );
         expect(rollup.rows).toEqual(perAsset.rows);
         expect(rollup.source).toBe(perAsset.source);
+        // Named by its scope alone (the members read in the statement), gold or live, by
+        // fleet or by asset a page at a time: the same rows and the same asset count.
+        const { assetIds, ...byScope } = { ...query, fleetScope: { customerName } };
+        for (const forceSource of [undefined, 'live'] as const) {
+          const source = forceSource ? { forceSource } : {};
+          const named = await readUtilization(fixture.pool, { ...query, ...source });
+          const scoped = await readUtilization(fixture.pool, { ...byScope, ...source });
+          expect(scoped.rows).toEqual(named.rows);
+          expect(scoped.source).toBe(named.source);
+          expect(scoped.assetCount).toBe(assetIds!.length);
+          const page = { groupBy: 'asset' as const, limit: 3, offset: 1 };
+          const namedPage = await readUtilization(fixture.pool, { ...query, ...source, ...page });
+          if (customerName === null) expect(namedPage.rows.length).toBe(3);
+          expect((await readUtilization(fixture.pool, { ...byScope, ...source, ...page })).rows).toEqual(namedPage.rows);
+        }
       }
     }
   }
@@ -224,6 +239,10 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
       });
       expect(lateRollup.source).toBe('live');
       expect(lateRollup.rows).toEqual(lateFleet.rows);
+      const { assetIds: _named, ...byScope } = { ...query, groupBy: 'fleet' as const, pendingGraceMs: 0 };
+      const lateScope = await readUtilization(fixture.pool, { ...byScope, fleetScope: { customerName: null } });
+      expect(lateScope.source).toBe('live');
+      expect(lateScope.rows).toEqual(lateFleet.rows);
       // …and the refresh makes gold say the same.
       await refreshAll(fixture);
       const refreshed = await readUtilization(fixture.pool, query);

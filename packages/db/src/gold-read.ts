@@ -96,8 +96,12 @@ export type UtilizationBucket = 'hour' | 'day';
 
 export interface UtilizationQuery {
   tenantId: string;
-  /** The assets to answer for (the caller resolves key scope to asset ids). */
-  assetIds: string[];
+  /**
+   * The assets to answer for (the caller resolves key scope to asset ids). Absent: the
+   * whole fleet of `fleetScope`, as fleet_members holds it, read inside the statement, so
+   * the cost follows the answer (a page, a series) and not the number of assets.
+   */
+  assetIds?: string[];
   /** Half-open range [from, to); widened to whole buckets (UTC hours or days). */
   from: Date;
   to: Date;
@@ -110,9 +114,10 @@ export interface UtilizationQuery {
   /** Tests and benchmarks only: force one path regardless of coverage. */
   forceSource?: 'gold' | 'live';
   /**
-   * `assetIds` is a key's whole fleet (every telemetry asset it may see, no search or
-   * asset filter): a fleet series may then read the scope's rollup, one row per bucket.
-   * `customerName` null is the tenant's fleet, otherwise that customer's.
+   * The key's whole fleet (every telemetry asset it may see, no search or asset filter):
+   * a fleet series may then read the scope's rollup, one row per bucket. `customerName`
+   * null is the tenant's fleet, otherwise that customer's. Given with `assetIds`, those
+   * are the fleet as the caller read it (the rollup is corrected by any difference).
    */
   fleetScope?: { customerName: string | null };
   /** Tests only: how old a pending invalidation must be to be answered live (PENDING_GRACE_MS). */
@@ -154,6 +159,8 @@ export interface UtilizationResult {
   /** The range actually answered: the request widened to whole buckets. */
   from: Date;
   to: Date;
+  /** The assets answered for: the fleet's capacity is the bucket's length times this. */
+  assetCount: number;
   rows: UtilizationRow[];
 }
 
@@ -264,6 +271,8 @@ export interface UtilizationStatement {
   bucket: UtilizationBucket;
   from: Date;
   to: Date;
+  /** The assets answered for (counted in the statement's first round trip for a fleet scope). */
+  assetCount: number;
   /** Whether the fleet rollup answers (fleet rows read one per bucket instead of one per asset). */
   fleetRollup: boolean;
 }
@@ -302,7 +311,9 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const from = floorTo(query.from.getTime(), widthMs);
   const to = Math.max(from, ceilTo(query.to.getTime(), widthMs));
   const coverage = await readGoldCoverage(db, relation);
-  const assetIds = [...new Set(query.assetIds)];
+  const members = query.assetIds === undefined;
+  if (members && query.fleetScope === undefined) throw new Error('a utilization query names its assets or a fleet scope');
+  const assetIds = members ? [] : [...new Set(query.assetIds)];
   const fleet = query.groupBy === 'fleet';
 
   // Gold answers [from, goldTo); everything else, and stale pending buckets, is live.
@@ -311,69 +322,77 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   else if (query.forceSource !== 'live' && coverage.status !== 'pending' && coverage.coverageTo) {
     goldTo = Math.max(from, Math.min(to, ceilTo(coverage.coverageTo.getTime(), widthMs)));
   }
-  const windows: Window[] = [];
-  if (goldTo < to) for (const assetId of assetIds) windows.push({ assetId, from: goldTo, to });
   // One round trip: the stale pending buckets, whether the fleet rollup is built and, for a
-  // fleet scope, the assets that differ between the rollup's members and `assetIds`.
+  // fleet scope, the assets that differ between the rollup's members and `assetIds` — or,
+  // for a fleet scope without `assetIds`, how many members it has.
+  const pendingWindows: Window[] = [];
   let fleetStatus: string | null | undefined;
   let notAsked: string[] = [];
   let notMembers: string[] = [];
-  if (goldTo > from && query.forceSource !== 'gold' && assetIds.length > 0) {
-    const scoped = fleet && query.fleetScope !== undefined;
-    const members = `SELECT m.asset_id FROM fleet_members m WHERE m.tenant_id = $1 AND ($6::text IS NULL OR m.customer_name = $6::text)`;
+  let memberCount = 0;
+  const checkPending = goldTo > from && query.forceSource !== 'gold' && (members || assetIds.length > 0);
+  if (checkPending || members) {
+    const q = new StatementParams();
+    const tenant = q.add(query.tenantId, 'uuid');
+    const customer = query.fleetScope ? q.add(query.fleetScope.customerName, 'text') : null;
+    const scopeMembers = `SELECT m.asset_id FROM fleet_members m WHERE m.tenant_id = ${tenant} AND (${customer}::text IS NULL OR m.customer_name = ${customer})`;
+    const ids = members ? '' : q.add(assetIds, 'uuid[]');
+    const subjects = members ? `IN (${scopeMembers})` : `= ANY (${ids})`;
+    const corrections =
+      !members && fleet && query.fleetScope !== undefined
+        ? `(SELECT array_agg(s.asset_id) FROM (${scopeMembers}) s
+             WHERE NOT EXISTS (SELECT 1 FROM unnest(${ids}) AS x(asset_id) WHERE x.asset_id = s.asset_id)) AS not_asked,
+           (SELECT array_agg(x.asset_id) FROM unnest(${ids}) AS x(asset_id)
+             WHERE NOT EXISTS (SELECT 1 FROM (${scopeMembers}) s WHERE s.asset_id = x.asset_id)) AS not_members,`
+        : 'NULL::uuid[] AS not_asked, NULL::uuid[] AS not_members,';
+    const pendingSql = checkPending
+      ? `SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
+           FROM gold_invalidations
+          WHERE relation = 'utilization_hourly' AND tenant_id = ${tenant} AND subject_id ${subjects}
+            AND bucket_start < ${q.add(new Date(goldTo), 'timestamptz')} AND bucket_end > ${q.add(new Date(from), 'timestamptz')}
+            AND created_at < now() - ${q.add(query.pendingGraceMs ?? PENDING_GRACE_MS, 'float8')} * INTERVAL '1 millisecond'
+          GROUP BY subject_id`
+      : 'SELECT NULL::uuid AS subject_id, NULL::timestamptz AS bucket_start, NULL::timestamptz AS bucket_end WHERE false';
     const pending = await db.query<{
       fleet_status: string | null;
       not_asked: string[] | null;
       not_members: string[] | null;
+      member_count: number | null;
       subject_id: string | null;
       bucket_start: Date;
       bucket_end: Date;
     }>(
       `/* db:readUtilization:pending */
        SELECT (SELECT status FROM gold_coverage WHERE relation = 'utilization_fleet') AS fleet_status,
-              ${
-                scoped
-                  ? `(SELECT array_agg(s.asset_id) FROM (${members}) s
-                       WHERE NOT EXISTS (SELECT 1 FROM unnest($2::uuid[]) AS x(asset_id) WHERE x.asset_id = s.asset_id)) AS not_asked,
-                     (SELECT array_agg(x.asset_id) FROM unnest($2::uuid[]) AS x(asset_id)
-                       WHERE NOT EXISTS (SELECT 1 FROM (${members}) s WHERE s.asset_id = x.asset_id)) AS not_members,`
-                  : 'NULL::uuid[] AS not_asked, NULL::uuid[] AS not_members,'
-              }
+              ${corrections}
+              ${members ? `(SELECT count(*)::int FROM (${scopeMembers}) s)` : 'NULL::int'} AS member_count,
               p.*
          FROM (SELECT 1) AS one
-         LEFT JOIN LATERAL (
-           SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
-             FROM gold_invalidations
-            WHERE relation = 'utilization_hourly' AND tenant_id = $1 AND subject_id = ANY ($2::uuid[])
-              AND bucket_start < $4 AND bucket_end > $3 AND created_at < now() - $5 * INTERVAL '1 millisecond'
-            GROUP BY subject_id) AS p ON true`,
-      [
-        query.tenantId,
-        assetIds,
-        new Date(from),
-        new Date(goldTo),
-        query.pendingGraceMs ?? PENDING_GRACE_MS,
-        ...(scoped ? [query.fleetScope!.customerName] : []),
-      ],
+         LEFT JOIN LATERAL (${pendingSql}) AS p ON true`,
+      q.values,
     );
     fleetStatus = pending.rows[0]?.fleet_status ?? null;
     notAsked = pending.rows[0]?.not_asked ?? [];
     notMembers = pending.rows[0]?.not_members ?? [];
+    memberCount = pending.rows[0]?.member_count ?? 0;
     for (const row of pending.rows) {
       if (row.subject_id === null) continue;
-      windows.push({
+      pendingWindows.push({
         assetId: row.subject_id,
         from: Math.max(from, floorTo(row.bucket_start.getTime(), widthMs)),
         to: Math.min(goldTo, ceilTo(row.bucket_end.getTime(), widthMs)),
       });
     }
   }
-  const live = mergeWindows(windows);
+  const assetCount = members ? memberCount : assetIds.length;
+  const live = mergeWindows(pendingWindows);
+  // Past the coverage, every asset is live: [goldTo, to), after every pending window.
+  const gap = goldTo < to && assetCount > 0 ? { from: goldTo, to } : null;
   const fleetRollup =
     fleet &&
     query.fleetScope !== undefined &&
     goldTo > from &&
-    assetIds.length > 0 &&
+    assetCount > 0 &&
     (fleetStatus === undefined ? await fleetRollupReady(db) : fleetStatus === 'ok');
 
   const p = new StatementParams();
@@ -389,9 +408,17 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
    * caller resolved the ids within the key's scope, so no tenant condition stands beside
    * it: one would offer the planner the (tenant_id, time) indexes, which it takes for one
    * asset when the table has no statistics yet (after a bulk upload, before autovacuum
-   * analysed it), reading every asset of the tenant in the range.
+   * analysed it), reading every asset of the tenant in the range. A fleet scope's members
+   * are read in the statement, and the tenant condition then lets the planner walk a
+   * gold table's (tenant_id, bucket) index in the answer's order.
    */
-  const ofAssets = (column: string) => {
+  const ofAssets = (column: string, table?: string) => {
+    if (members) {
+      assetsParam ??= p.add(query.fleetScope!.customerName, 'text');
+      const inScope = `${column} IN (SELECT m.asset_id FROM fleet_members m WHERE m.tenant_id = ${tenant()}
+        AND (${assetsParam} IS NULL OR m.customer_name = ${assetsParam}))`;
+      return table ? `${table}.tenant_id = ${tenant()} AND ${inScope}` : inScope;
+    }
     assetsParam ??= assetIds.length === 1 ? p.add(assetIds[0], 'uuid') : p.add(assetIds, 'uuid[]');
     return assetIds.length === 1 ? `${column} = ${assetsParam}` : `${column} = ANY (${assetsParam})`;
   };
@@ -400,6 +427,8 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const parts: string[] = [];
   const liveWindow = (asset: string, time: string) =>
     `EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = ${asset} AND ${time} >= w.wfrom AND ${time} < w.wto)`;
+  const livePart = (filter: string) =>
+    `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM (${liveDefinition(relation, filter)}) live`;
   if (live.length > 0) {
     ctes.push(`live_windows AS (
       SELECT * FROM unnest(${p.add(
@@ -414,9 +443,17 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
       )}) AS w(asset_id, wfrom, wto))`);
     const liveFrom = p.add(new Date(Math.min(...live.map((w) => w.from))), 'timestamptz');
     const liveTo = p.add(new Date(Math.max(...live.map((w) => w.to))), 'timestamptz');
-    const filter = `${ofAssets('s.asset_id')} AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
-      AND ${liveWindow('s.asset_id', 's.start_ts')}`;
-    parts.push(`SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM (${liveDefinition(relation, filter)}) live`);
+    parts.push(
+      livePart(`${ofAssets('s.asset_id')} AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
+      AND ${liveWindow('s.asset_id', 's.start_ts')}`),
+    );
+  }
+  if (gap) {
+    parts.push(
+      livePart(
+        `${ofAssets('s.asset_id')} AND s.start_ts >= ${p.add(new Date(gap.from), 'timestamptz')} AND s.start_ts < ${p.add(new Date(gap.to), 'timestamptz')}`,
+      ),
+    );
   }
   // Added only when a gold part uses them: a statement's parameters must all be used.
   const goldBounds =
@@ -469,7 +506,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   } else if (goldTo > from) {
     parts.push(
       `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM ${relation} g
-        WHERE ${ofAssets('g.asset_id')} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
+        WHERE ${ofAssets('g.asset_id', 'g')} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
         ${notLive}`,
     );
   }
@@ -477,7 +514,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const paging = `${query.limit !== undefined ? ` LIMIT ${p.add(query.limit, 'bigint')}` : ''}${query.offset ? ` OFFSET ${p.add(query.offset, 'bigint')}` : ''}`;
   let text: string;
   let values = p.values;
-  if ((parts.length === 0 && !fleetRollup) || assetIds.length === 0) {
+  if ((parts.length === 0 && !fleetRollup) || assetCount === 0) {
     values = [];
     text = `/* db:readUtilization */ SELECT NULL::uuid AS asset_id, NULL::timestamptz AS bucket, 0::bigint AS asset_count, ${SUM_COLUMNS.map((c) => `NULL::numeric AS ${c}`).join(', ')} WHERE false`;
   } else if (fleetRollup && parts.length === 0) {
@@ -516,11 +553,12 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   return {
     text,
     values,
-    source: live.length > 0 ? 'live' : 'gold',
+    source: live.length > 0 || gap ? 'live' : 'gold',
     aggregateRefresh: coverage,
     bucket: query.bucket,
     from: new Date(from),
     to: new Date(to),
+    assetCount,
     fleetRollup,
   };
 }
@@ -544,6 +582,7 @@ export async function readUtilization(db: Queryable, query: UtilizationQuery): P
     bucket: statement.bucket,
     from: statement.from,
     to: statement.to,
+    assetCount: statement.assetCount,
     rows: result.rows.map((row) => toUtilizationRow(row, widthMs)),
   };
 }

@@ -2,7 +2,7 @@ import { utilizationStatement, type Queryable } from '@gantry/db';
 import type { ExportColumn } from '../../http/export.ts';
 import { assetRefColumns, selectList, type TelemetryScope } from './sql.ts';
 import { listTelemetryAssets } from './telemetry-assets.repository.ts';
-import { goldQuery, type MetricQuery } from './utilization.service.ts';
+import { goldQuery, wholeFleet, type MetricQuery } from './utilization.service.ts';
 
 export type MetricName = 'utilization' | 'container-work';
 
@@ -88,14 +88,14 @@ export async function metricExportStatement(
   metric: MetricName,
   query: MetricQuery,
 ): Promise<MetricExportStatement> {
-  const assets = await listTelemetryAssets(db, scope, query.assetId, query.q);
+  const matched = wholeFleet(query) ? undefined : await listTelemetryAssets(db, scope, query.assetId, query.q);
   const fleet = query.groupBy === 'fleet';
   const statement = await utilizationStatement(
     db,
     goldQuery(
       scope,
       query,
-      assets.map((asset) => asset.id),
+      matched?.map((asset) => asset.id),
     ),
   );
   const values = [...statement.values];
@@ -107,7 +107,7 @@ export async function metricExportStatement(
   // Numbers of our own (not input), written as literals: a parameter the container-work
   // columns leave unused would have no type.
   const width = `INTERVAL '${bucketSeconds} seconds'`;
-  const capacity = `${fleet ? bucketSeconds * assets.length : bucketSeconds}::float8`;
+  const capacity = `${fleet ? bucketSeconds * statement.assetCount : bucketSeconds}::float8`;
   // The fleet series has a row per bucket of the range; per asset, the rows the read gives.
   const source = fleet
     ? `generate_series(${param(statement.from, 'timestamptz')}, ${param(statement.to, 'timestamptz')} - ${width}, ${width}) AS b(bucket)

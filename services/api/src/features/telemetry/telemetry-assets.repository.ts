@@ -37,3 +37,16 @@ export async function listTelemetryAssets(
   );
   return rows.map((row: Row) => toAssetRef(row));
 }
+
+/** The AssetRef of each of these assets (ids the caller already read within the key's scope). */
+export async function assetRefs(db: Queryable, ids: string[]): Promise<AssetRefBody[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query(
+    `/* api:assetRefs */
+     SELECT ${selectList(assetRefColumns)}
+       FROM assets a LEFT JOIN asset_types t ON t.id = a.asset_type_id
+      WHERE a.id = ANY ($1::uuid[])`,
+    [ids],
+  );
+  return rows.map((row: Row) => toAssetRef(row));
+}

@@ -9,7 +9,7 @@ import {
 import type { ResolvedRange } from '../../http/query.ts';
 import type { Bucket, GroupBy } from './params.ts';
 import { round, type TelemetryScope } from './sql.ts';
-import { listTelemetryAssets, type AssetRefBody } from './telemetry-assets.repository.ts';
+import { assetRefs, listTelemetryAssets, type AssetRefBody } from './telemetry-assets.repository.ts';
 
 const BUCKET_SECONDS: Record<Bucket, number> = { hour: 3600, day: 86_400 };
 
@@ -51,21 +51,27 @@ const zeroSums = {
   dataSeconds: 0,
 };
 
+/** A query over the key's whole fleet: no search, no asset filter. */
+export function wholeFleet(query: MetricQuery): boolean {
+  return !query.assetId && !query.q;
+}
+
 /**
- * The gold read's query for a request over these assets: a fleet series of the key's
- * whole fleet (no `q`, no `assetId`) names its scope, so the fleet rollup may answer.
- * The page and the export (metric-export.ts) both ask through it.
+ * The gold read's query for a request. The key's whole fleet (no `q`, no `assetId`) is
+ * named by its scope, and the gold read takes its members in the statement itself
+ * (fleet series from the fleet rollup, asset pages in the gold table's order), so the
+ * answer costs its page, not the number of assets; a search or an asset filter names
+ * the assets it matched (`assetIds`). The page and the export (metric-export.ts) both
+ * ask through it.
  */
-export function goldQuery(scope: TelemetryScope, query: MetricQuery, assetIds: string[]): UtilizationQuery {
-  const wholeFleet = query.groupBy === 'fleet' && !query.assetId && !query.q;
+export function goldQuery(scope: TelemetryScope, query: MetricQuery, assetIds?: string[]): UtilizationQuery {
   return {
     tenantId: scope.tenantId,
-    assetIds,
+    ...(assetIds ? { assetIds } : { fleetScope: { customerName: scope.customerName } }),
     from: query.range.from,
     to: query.range.to,
     bucket: query.bucket,
     groupBy: query.groupBy,
-    ...(wholeFleet ? { fleetScope: { customerName: scope.customerName } } : {}),
   };
 }
 
@@ -73,8 +79,8 @@ export function goldQuery(scope: TelemetryScope, query: MetricQuery, assetIds: s
  * Utilization/container-work sums for one page, from the gold read module (gold where
  * covered, the open bucket included, live otherwise). The fleet series lists every
  * bucket of the range — zeros where nothing ran — so charts need no gap filling; per-asset
- * rows exist only for the buckets an asset has derived data in. A fleet series of the
- * key's whole fleet (no `q`, no `assetId`) reads the fleet rollup, one row per bucket.
+ * rows exist only for the buckets an asset has derived data in, and carry the AssetRef of
+ * the page's assets only.
  */
 export async function readMetricPage(
   db: Queryable,
@@ -83,15 +89,14 @@ export async function readMetricPage(
   limit: number | undefined,
   offset: number,
 ): Promise<MetricPage> {
-  const assets = await listTelemetryAssets(db, scope, query.assetId, query.q);
-  const byId = new Map(assets.map((asset) => [asset.id, asset]));
+  const matched = wholeFleet(query) ? undefined : await listTelemetryAssets(db, scope, query.assetId, query.q);
   const bucketSeconds = BUCKET_SECONDS[query.bucket];
   const fleet = query.groupBy === 'fleet';
   const result = await readUtilization(db, {
     ...goldQuery(
       scope,
       query,
-      assets.map((asset) => asset.id),
+      matched?.map((asset) => asset.id),
     ),
     ...(fleet ? {} : { limit, offset }),
   });
@@ -109,10 +114,16 @@ export async function readMetricPage(
         bucketStart: new Date(start),
         bucketEnd: new Date(start + widthMs),
       };
-      all.push({ ...row, asset: null, capacitySeconds: bucketSeconds * assets.length });
+      all.push({ ...row, asset: null, capacitySeconds: bucketSeconds * result.assetCount });
     }
     rows = all.slice(offset, limit === undefined ? undefined : offset + limit);
   } else {
+    const byId = new Map(
+      (matched ?? (await assetRefs(db, [...new Set(result.rows.map((row) => row.assetId as string))]))).map((asset) => [
+        asset.id,
+        asset,
+      ]),
+    );
     // In place: an export page holds 50,001 of these, so no second copy.
     rows = result.rows.map((row) =>
       Object.assign(row, { asset: byId.get(row.assetId as string) ?? null, capacitySeconds: bucketSeconds }),
