@@ -61,13 +61,22 @@ interface Candidate {
 /** A silver row's key (device, type, ts) as a string, for sets of keys. */
 const silverKey = (row: Cell[]) => `${row[1]}|${row[3]}|${row[4]}`;
 
+const DAY_MS = 86_400_000;
+
 /**
- * Silver's key order (device_id, ts, type), then the message's position: the order every
- * writer locks readings in, and copies of one reading side by side, the first received first.
+ * The order every writer locks readings in: the UTC day (silver's partition, or
+ * TimescaleDB chunk), then silver's key (device_id, ts, type), then the message's
+ * position, so copies of one reading lie side by side, the first received first. The day
+ * comes first because COPY inserts a partition's rows together (one buffer per
+ * partition): by key alone, a COPY and an INSERT of the same two days' readings took
+ * their index entries in different orders, and deadlocked.
  */
 function byKey(a: Candidate, b: Candidate): number {
   const left = a.row;
   const right = b.row;
+  const leftDay = Math.floor((left[4] as number) / DAY_MS);
+  const rightDay = Math.floor((right[4] as number) / DAY_MS);
+  if (leftDay !== rightDay) return leftDay - rightDay;
   if (left[1] !== right[1]) return (left[1] as string) < (right[1] as string) ? -1 : 1;
   if (left[4] !== right[4]) return (left[4] as number) - (right[4] as number);
   if (left[3] !== right[3]) return (left[3] as string) < (right[3] as string) ? -1 : 1;
@@ -352,7 +361,7 @@ export async function writeBatch(
     outcomes[index] = { status: 'accepted', reason: null, detail: null, storedReadings: 0, device };
   });
 
-  // One lock order for every writer: concurrent batches touching the same keys never deadlock.
+  // One lock order for every writer (byKey): concurrent batches touching the same keys never deadlock.
   const candidates = uniqueByKey(readings);
   const inserted = await insertReadings(
     client,
