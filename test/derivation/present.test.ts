@@ -139,7 +139,9 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
           const page = { groupBy: 'asset' as const, limit: 3, offset: 1 };
           const namedPage = await readUtilization(fixture.pool, { ...query, ...source, ...page });
           if (customerName === null) expect(namedPage.rows.length).toBe(3);
-          expect((await readUtilization(fixture.pool, { ...byScope, ...source, ...page })).rows).toEqual(namedPage.rows);
+          expect((await readUtilization(fixture.pool, { ...byScope, ...source, ...page })).rows).toEqual(
+            namedPage.rows,
+          );
         }
       }
     }

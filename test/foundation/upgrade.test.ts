@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createOutbox, createPool, migrateDatabase, type Pool, type StorageMode } from '@gantry/db';
@@ -112,6 +113,19 @@ async function ingest(pool: Pool, databaseUrl: string, messages: RawMessage[]): 
   }
 }
 
+/**
+ * The old database's history is written, and its answers read, by today's code, which
+ * writes and reads what the old code did and besides keeps data quality's counter window,
+ * which the old schema lacks. The window's tables (migration 0480, empty: every range is
+ * answered from the hourly counters, as before it) stand in for it until the upgrade
+ * begins, and are dropped then, so the upgrade starts from the old schema with the old
+ * code's rows.
+ */
+const counterWindowMigration = () =>
+  readFileSync(new URL('../../db/migrations/0480_counter_window.sql', import.meta.url), 'utf8').split(
+    '-- Down Migration',
+  ) as [string, string];
+
 /** Derives every dirty device and brings gold up to date, as the worker does. */
 async function deriveAndRefresh(pool: Pool, databaseUrl: string, mode: StorageMode): Promise<void> {
   const logger = silentLogger();
@@ -212,6 +226,7 @@ describe.each(availableStorageModes())('upgrading a %s database made by the code
         history.push(malformed(asset.deviceId, FIRST_DAY + d * DAY + 9 * HOUR));
       }
     }
+    await pool.query(counterWindowMigration()[0]);
     await ingest(pool, url, history);
     await deriveAndRefresh(pool, url, mode);
     if (mode === 'timescaledb') {
@@ -238,6 +253,7 @@ describe.each(availableStorageModes())('upgrading a %s database made by the code
 
     // The upgrade, and the worker's first round after it (a relation the upgrade
     // recreated is rebuilt from the history here).
+    await onServer((client) => client.query(counterWindowMigration()[1]), url);
     await migrateDatabase(url, { storageMode: 'auto', retention: RETENTION });
     pool = createPool(url, { max: 5, applicationName: 'gantry-test' });
     await quietJobs(pool, mode);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { advanceCounterWindow, counterWindowColumns, counterWindowDrift } from '@gantry/db';
 import { createPublisher, fleetTraffic, publishMessages, randomSource } from '@gantry/simulator';
 import type { ParsedMessage } from '../../services/ingest/src/pipeline/steps.ts';
 import { replayBronze } from '../../services/ingest/src/replay.ts';
@@ -13,6 +14,8 @@ const HOUR = 3_600_000;
 
 async function expectCountersEqualRecount(db: TestDatabase): Promise<void> {
   for (const table of counterTables) expect(await counterDrift(db.pool, table), table).toBe(0);
+  // And data quality's window over the 24 closed hours equals their counter rows.
+  expect(await counterWindowDrift(db.pool), 'device_counts_window').toBe(0);
 }
 
 /** `a + b + …` over the per-type columns of messages or of silver readings: every message or every reading of a row. */
@@ -47,6 +50,8 @@ describe('ingest counters', () => {
     const unknown = deviceIds.slice(6);
     const now = Date.now();
     const sent: Array<{ topic: string; payload: Buffer; receivedAt: number }> = [];
+    // The window exists before the traffic: every batch for its hours adds to it.
+    await advanceCounterWindow(db.pool);
 
     function message(): { topic: string; payload: Buffer; receivedAt: number } {
       // Receive times over the last 30 hours; device times up to 3 hours before (late uploads).
@@ -156,7 +161,55 @@ describe('ingest counters', () => {
       `SELECT count(DISTINCT bucket) AS count FROM device_counts_hourly WHERE ${sumOf('readings')} > 0`,
     );
     expect(hours).toBeGreaterThan(24);
+    // Batches of every kind landed in the window's hours: it holds counts to keep exact.
+    expect(
+      await countOf(
+        db.pool,
+        `SELECT coalesce(sum(${counterWindowColumns.join(' + ')}), 0) AS count FROM device_counts_window`,
+      ),
+    ).toBeGreaterThan(1000);
   }, 120_000);
+
+  it('the counter window moves an hour at a time to the 24 closed hours before the open one, and is built whole when far behind', async () => {
+    // The window as it stood some hours ago (its rows summed from the counter rows), then moved on.
+    const windowAt = async (hoursBack: number) => {
+      await db.pool.query('DELETE FROM device_counts_window');
+      const { rows } = await db.pool.query<{ start: Date }>(
+        `UPDATE device_counts_window_start
+            SET window_start = date_bin(INTERVAL '1 hour', now(), TIMESTAMPTZ '2000-01-01 00:00:00+00') - $1 * INTERVAL '1 hour'
+         RETURNING window_start AS start`,
+        [24 + hoursBack],
+      );
+      await db.pool.query(
+        `INSERT INTO device_counts_window (tenant_id, device_id, ${counterWindowColumns.join(', ')})
+         SELECT tenant_id, device_id, ${counterWindowColumns.map((c) => `sum(${c})`).join(', ')} FROM device_counts_hourly
+          WHERE bucket >= $1::timestamptz AND bucket < $1::timestamptz + INTERVAL '24 hours' GROUP BY 1, 2`,
+        [rows[0]!.start],
+      );
+      expect(await counterWindowDrift(db.pool)).toBe(0);
+    };
+    const moved = advanceCounterWindow;
+    const start = async () =>
+      (
+        await db.pool.query<{ ok: boolean }>(
+          `SELECT window_start = date_bin(INTERVAL '1 hour', now(), TIMESTAMPTZ '2000-01-01 00:00:00+00') - INTERVAL '24 hours' AS ok
+           FROM device_counts_window_start`,
+        )
+      ).rows[0]!.ok;
+
+    await windowAt(3);
+    expect(await start()).toBe(false);
+    expect(await moved(db.pool)).toEqual({ hours: 3, rebuilt: false });
+    expect(await start()).toBe(true);
+    expect(await counterWindowDrift(db.pool)).toBe(0);
+    // On time: nothing to do.
+    expect(await moved(db.pool)).toEqual({ hours: 0, rebuilt: false });
+
+    await windowAt(30);
+    expect(await moved(db.pool)).toEqual({ hours: 30, rebuilt: true });
+    expect(await start()).toBe(true);
+    expect(await counterWindowDrift(db.pool)).toBe(0);
+  });
 
   it('equal a recount after the ingest process is killed with SIGKILL mid-run and restarted', async () => {
     broker = await startTestBroker();

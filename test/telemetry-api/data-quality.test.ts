@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioning } from '@gantry/api';
+import { counterWindowDrift } from '@gantry/db';
 import { availableStorageModes, createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { json, startTestApi, type TestApi } from '../support/api.ts';
 import { provisioner } from '../support/fixtures.ts';
@@ -476,5 +477,44 @@ describe.each(availableStorageModes())('GET /telemetry/data-quality (%s mode)', 
     expect(after.summary.messageCount).toBe(before.summary.messageCount - 9);
     expect(after.summary.errorMessages).toBe(before.summary.errorMessages - 2);
     expect(after.recentErrors.map((item: any) => item.deviceId)).not.toContain('dev-scrapped');
+  });
+
+  it('answers the last 24 hours from the counter window when it holds them, the same as from the hourly counters', async () => {
+    // The fixtures' recount built the window; a late batch for an hour inside it moves it too.
+    await sendMessages('Fine', times(3, 300, 'hourmeter'));
+    expect(await counterWindowDrift(db.pool)).toBe(0);
+    const strip = (body: any) => ({
+      ...body,
+      generatedAt: null,
+      summary: { ...body.summary, analyticsUpdatedAt: null },
+    });
+    const windowed = await get('/telemetry/data-quality');
+    const page = await get('/telemetry/data-quality?limit=2&offset=1&status=ok,poor_gps,errors,delayed');
+    // Without a window for these hours the same answer comes from the hourly rows.
+    const { rows } = await db.pool.query<{ start: Date }>(
+      'SELECT window_start AS start FROM device_counts_window_start',
+    );
+    await db.pool.query(`UPDATE device_counts_window_start SET window_start = window_start - INTERVAL '1 hour'`);
+    expect(strip(await get('/telemetry/data-quality'))).toEqual(strip(windowed));
+    expect(strip(await get('/telemetry/data-quality?limit=2&offset=1&status=ok,poor_gps,errors,delayed'))).toEqual(
+      strip(page),
+    );
+    // The window is what the default range reads: a count changed there shows in the answer.
+    await db.pool.query('UPDATE device_counts_window_start SET window_start = $1', [rows[0]!.start]);
+    await db.pool.query(
+      `UPDATE device_counts_window SET heartbeat_readings = heartbeat_readings + 1000 WHERE device_id = $1`,
+      [fleet.byName.Fine!.deviceUuid],
+    );
+    try {
+      const changed = await get('/telemetry/data-quality');
+      expect(changed.summary.silverEvents).toBe(windowed.summary.silverEvents + 1000);
+      expect(entry(changed, 'Fine').heartbeatEvents).toBe(entry(windowed, 'Fine').heartbeatEvents + 1000);
+    } finally {
+      await db.pool.query(
+        `UPDATE device_counts_window SET heartbeat_readings = heartbeat_readings - 1000 WHERE device_id = $1`,
+        [fleet.byName.Fine!.deviceUuid],
+      );
+    }
+    expect(await counterWindowDrift(db.pool)).toBe(0);
   });
 });

@@ -312,7 +312,8 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const to = Math.max(from, ceilTo(query.to.getTime(), widthMs));
   const coverage = await readGoldCoverage(db, relation);
   const members = query.assetIds === undefined;
-  if (members && query.fleetScope === undefined) throw new Error('a utilization query names its assets or a fleet scope');
+  if (members && query.fleetScope === undefined)
+    throw new Error('a utilization query names its assets or a fleet scope');
   const assetIds = members ? [] : [...new Set(query.assetIds)];
   const fleet = query.groupBy === 'fleet';
 

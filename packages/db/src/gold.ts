@@ -192,7 +192,9 @@ async function createGoldTable(client: Queryable, relation: GoldRelation, direct
   );
   await client.query(`ALTER TABLE ${relation.name} ADD PRIMARY KEY (${relation.key.join(', ')})`);
   // With the asset last, a page of a fleet in bucket-then-asset order walks the index and stops.
-  await client.query(`CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket, asset_id)`);
+  await client.query(
+    `CREATE INDEX ${relation.name}_tenant_bucket_idx ON ${relation.name} (tenant_id, bucket, asset_id)`,
+  );
 }
 
 async function createContinuousAggregate(client: Queryable, relation: GoldRelation, directory: string): Promise<void> {

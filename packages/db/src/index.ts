@@ -54,4 +54,16 @@ export { dbDirectory } from './paths.ts';
 export { createOutbox, type Outbox, type OutboxEvent } from './outbox.ts';
 export { openDatabase, onShutdown, type OpenDatabase } from './bootstrap.ts';
 export { markDirtySql } from './derivation-queue.ts';
+export {
+  addToCounterWindow,
+  advanceCounterWindow,
+  COUNTER_WINDOW_HOURS,
+  counterWindowColumns,
+  counterWindowDrift,
+  holdCounterWindow,
+  inCounterWindow,
+  lockCounterWindow,
+  rebuildCounterWindow,
+  type CounterWindowDelta,
+} from './counter-window.ts';
 export { dataAsOfSql } from './data-as-of.ts';

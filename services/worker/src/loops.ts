@@ -3,6 +3,7 @@ import type { WorkerLoop } from './loop.ts';
 import { derivationLoop } from './features/derivation/loop.ts';
 import { goldRefreshLoop } from './features/gold/loop.ts';
 import { presentRefresher } from './features/gold/present.ts';
+import { counterWindowLoop } from './features/housekeeping/counter-window.ts';
 import { housekeepingLoop } from './features/housekeeping/loop.ts';
 import { tableMaintenanceLoop } from './features/housekeeping/table-maintenance.ts';
 import { webhookDeliveryLoop } from './features/webhooks/loop.ts';
@@ -14,6 +15,7 @@ export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
   const present = deps.storageMode === 'timescaledb' ? presentRefresher(deps) : null;
   return [
     housekeepingLoop(deps),
+    counterWindowLoop(deps),
     tableMaintenanceLoop(deps),
     webhookDeliveryLoop(deps),
     derivationLoop(present ? { ...deps, afterCommit: present.notify } : deps),

@@ -1,7 +1,20 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { deviceMessageTypes, readingTypes } from '@gantry/contracts';
-import { dbDirectory, withTransaction, type Pool, type PoolClient, type Queryable } from '@gantry/db';
+import {
+  addToCounterWindow,
+  counterWindowColumns,
+  dbDirectory,
+  holdCounterWindow,
+  inCounterWindow,
+  lockCounterWindow,
+  rebuildCounterWindow,
+  withTransaction,
+  type CounterWindowDelta,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+} from '@gantry/db';
 import type { ParsedMessage } from '../pipeline/steps.ts';
 import { columnArrays, unnestCall, type Cell, type Column } from './encode.ts';
 import { silverCell } from './tables.ts';
@@ -257,6 +270,9 @@ export async function countBatch(
   const deviceRows = devices.sorted();
   const errorRows = errors.sorted();
   if (deviceRows.length + errorRows.length === 0) return;
+  // Before any counter row is written: the window's lock, then its share of the batch.
+  const windowStart = await lockCounterWindow(client);
+  await addToCounterWindow(client, windowShare(deviceRows, windowStart));
   await client.query(
     errorRows.length === 0 ? countSql : countWithErrorsSql,
     errorRows.length === 0
@@ -265,6 +281,31 @@ export async function countBatch(
   );
   // A replayed message leaves its old outcome; the recount has no row for an empty key.
   if (subtracted) await dropEmptyCounts(client, deviceRows, errorRows);
+}
+
+/** Where each of the window's columns sits in a device row (after its four key cells). */
+const windowCells = counterWindowColumns.map((name) => deviceKeyColumns.length + columnIndex(name));
+
+/**
+ * Per device, what the batch adds to the counter window: the rows of hours inside it (a
+ * late reading, a batch received just before the hour turned). Live traffic counts in
+ * the open hour, outside the window, so most batches add nothing.
+ */
+function windowShare(deviceRows: Cell[][], windowStart: number | null): CounterWindowDelta[] {
+  const byDevice = new Map<string, CounterWindowDelta>();
+  for (const row of deviceRows) {
+    if (!inCounterWindow(windowStart, row[3] as number)) continue;
+    const deviceId = row[1] as string;
+    let delta = byDevice.get(deviceId);
+    if (!delta) {
+      delta = { tenantId: row[0] as string, deviceId, sums: windowCells.map(() => 0) };
+      byDevice.set(deviceId, delta);
+    }
+    windowCells.forEach((cell, index) => {
+      delta.sums[index]! += row[cell] as number;
+    });
+  }
+  return [...byDevice.values()];
 }
 
 const allZero = deviceCounterColumns.map((name) => `c.${name} = 0`).join(' AND ');
@@ -389,11 +430,14 @@ export async function counterDrift(db: Queryable, table: CounterTable, scope: Re
 export async function recountCounters(pool: Pool, scope: RecountScope = {}): Promise<void> {
   const { params } = scopeOf(scope);
   await withTransaction(pool, async (client) => {
+    // The window's lock first, as ingest takes it before its counter rows.
+    await holdCounterWindow(client);
     await client.query(`LOCK TABLE ${counterTables.join(', ')} IN SHARE ROW EXCLUSIVE MODE`);
     for (const table of counterTables) {
       const sides = scopedSides(table, scope);
       await client.query(`DELETE FROM ${table} c WHERE ${sides.stored}`, params);
       await client.query(`/* counters:recount */ INSERT INTO ${table} (${sides.columns}) ${sides.recount}`, params);
     }
+    await rebuildCounterWindow(client);
   });
 }

@@ -1,16 +1,9 @@
-import { readingTypes, type ReadingType } from '@gantry/contracts';
-import { dataAsOfSql, type Queryable } from '@gantry/db';
+import { deviceMessageTypes, readingTypes } from '@gantry/contracts';
+import { COUNTER_WINDOW_HOURS, counterWindowColumns, dataAsOfSql, type Queryable } from '@gantry/db';
 import { isoTextSql } from '../../http/export.ts';
 import type { ResolvedRange } from '../../http/query.ts';
-import {
-  counterColumnsSql,
-  toDeviceCountList,
-  wholeHours,
-  type CounterColumns,
-  type DeviceCounts,
-  type HourRange,
-} from './counts.repository.ts';
-import type { DataQualityStatus } from './schemas.ts';
+import { wholeHours, type HourRange } from './counts.repository.ts';
+import { dataQualityStatuses, type DataQualityStatus } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type TelemetryScope } from './sql.ts';
 import { onlineStatusSql, type StatusRules } from './status.ts';
 
@@ -45,99 +38,286 @@ const statusScores: Record<Exclude<DataQualityStatus, 'disabled'>, number> = {
   offline: 0,
 };
 
-/** A device in scope as the statement reads it (timestamps already in the API's text form). */
-interface DeviceRow {
-  id: string;
+/** A message with an error as the statement reads it: device key, topic, type, error, detail, received at, payload head (hex), payload size. */
+type ErrorArray = [string | null, string, string | null, string | null, string | null, string, string, number];
+
+/**
+ * One device's entry as the statement assesses it (entryFields' values, in that order):
+ * its asset, its counts over the hours, the percentages and the status, and its last
+ * times as epoch milliseconds.
+ */
+interface EntryRow {
   deviceId: string;
   enabled: boolean;
   onlineStatus: string;
+  status: DataQualityStatus;
   assetId: string;
   name: string;
   identifier: string;
   displayCode: string;
   assetTypeName: string;
-  lastSeenAt: string | null;
-  lastAdcinAt: string | null;
-  lastGpsAt: string | null;
-  lastHeartbeatAt: string | null;
-  lastImuAt: string | null;
+  errorRate: number;
+  gpsOkPercent: number | null;
+  adcinEvents: number;
+  errorMessages: number;
+  gpsEvents: number;
+  heartbeatEvents: number;
+  hourmeterEvents: number;
+  imuEvents: number;
+  messageCount: number;
+  parsedMessages: number;
+  silverEvents: number;
+  validGpsEvents: number;
+  timedMessages: number;
+  delayedMessages: number;
+  manyErrors: boolean;
+  poorGps: boolean;
+  delayed: boolean;
+  lastAdcinAt: number | null;
+  lastGpsAt: number | null;
+  lastHeartbeatAt: number | null;
+  lastImuAt: number | null;
+  lastSeenAt: number | null;
 }
 
-/** A device as the statement reads it: deviceFields' values, in that order. */
-type DeviceArray = [
-  string,
-  string,
-  boolean,
-  string,
-  string,
-  string,
-  string,
-  string,
-  string,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-  string | null,
-];
-
-/** A message with an error as the statement reads it: device key, topic, type, error, detail, received at, payload head (hex), payload size. */
-type ErrorArray = [string | null, string, string | null, string | null, string | null, string, string, number];
-
-interface DataQualityRead extends CounterColumns {
+/** What the statement gives: one row, its lists as JSON PostgreSQL builds. */
+interface DataQualityRead {
   at: Date;
   totalAssets: number;
-  devices: DeviceArray[];
+  /**
+   * summaryFields' values; then per known message type (deviceMessageTypes order) the
+   * devices with a message of it and its messages; then how many entries match the view.
+   */
+  summary: number[];
+  /** Per topic type with errors: [type, devices, messages with an error, rejected]. */
+  typeErrors: Array<[string, number, number, number]>;
+  entries: unknown[][] | null;
   recentErrors: ErrorArray[];
 }
 
+/** The figures the statement computes for each device, over the devices in scope (`figures`). */
+const entryFields = [
+  ['deviceId', 'device_id'],
+  ['enabled', 'enabled'],
+  ['onlineStatus', 'online_status'],
+  ['status', 'status'],
+  ['assetId', 'asset_id'],
+  ['name', 'name'],
+  ['identifier', 'identifier'],
+  ['displayCode', 'display_code'],
+  ['assetTypeName', 'asset_type_name'],
+  ['errorRate', 'error_rate'],
+  ['gpsOkPercent', 'gps_ok_percent'],
+  ['adcinEvents', 'adcin_readings'],
+  ['errorMessages', 'error_messages'],
+  ['gpsEvents', 'gps_readings'],
+  ['heartbeatEvents', 'heartbeat_readings'],
+  ['hourmeterEvents', 'hourmeter_readings'],
+  ['imuEvents', 'imu_readings'],
+  ['messageCount', 'message_count'],
+  ['parsedMessages', 'parsed_messages'],
+  ['silverEvents', 'silver_events'],
+  ['validGpsEvents', 'valid_gps_fixes'],
+  ['timedMessages', 'timed_messages'],
+  ['delayedMessages', 'delayed_messages'],
+  ['manyErrors', 'many_errors'],
+  ['poorGps', 'poor_gps'],
+  ['delayed', 'delayed'],
+  ['lastAdcinAt', 'epoch_ms(adc_ts)'],
+  ['lastGpsAt', 'epoch_ms(position_ts)'],
+  ['lastHeartbeatAt', 'epoch_ms(heartbeat_ts)'],
+  ['lastImuAt', 'epoch_ms(imu_ts)'],
+  ['lastSeenAt', 'epoch_ms(last_seen_at)'],
+] as const satisfies ReadonlyArray<readonly [keyof EntryRow, string]>;
+
+/** The summary's sums and counts over every device in scope, in this order. */
+const summaryFields = [
+  ['devices', 'count(*)'],
+  ['seenDevices', 'count(*) FILTER (WHERE seen)'],
+  ['assetsWithData', 'count(*) FILTER (WHERE message_count > 0)'],
+  ['onlineAssets', `count(*) FILTER (WHERE online_status = 'online')`],
+  ['telemetryAssets', 'count(DISTINCT asset_id)'],
+  ['errorMessages', 'sum(error_messages)'],
+  ['gpsEvents', 'sum(gps_readings)'],
+  ['messageCount', 'sum(message_count)'],
+  ['parsedMessages', 'sum(message_count - rejected_messages)'],
+  ['silverEvents', 'sum(silver_events)'],
+  ['validGpsEvents', 'sum(valid_gps_fixes)'],
+  ...dataQualityStatuses.map((status) => [status, `count(*) FILTER (WHERE status = '${status}')`] as const),
+] as const;
+
+type SummaryField = (typeof summaryFields)[number][0];
+
+/** The counter columns of device_counts_hourly the statement sums (counterWindowColumns). */
+const counted = counterWindowColumns;
+const messageColumns = deviceMessageTypes.map((type) => `${type}_messages`);
+const readingColumns = readingTypes.map((type) => `${type}_readings`);
+
 /**
- * Everything the report reads, in one statement (so one snapshot, one round trip):
- * the devices in scope with their state, the number of assets in scope, the counters
- * of the hours and the latest messages with an error. The lists come as JSON arrays
- * PostgreSQL builds, timestamps formatted there: the driver parses a handful of fields
- * instead of ~50,000, and no Date is parsed or formatted in Node.
+ * `part / whole × 100` rounded to 2 places in float8, 0 when the whole is 0: `percent` of
+ * sql.ts (Math.round(x × 100) / 100, halves up) computed in SQL. Statuses are decided on
+ * these very numbers, so the statement and the answer never disagree at a threshold.
+ */
+function percentSql(part: string, whole: string, none = '0'): string {
+  const scaled = `(((${part})::float8 / (${whole})::float8) * 100::float8 * 100::float8)`;
+  return `CASE WHEN ${whole} > 0
+            THEN (floor(${scaled}) + CASE WHEN ${scaled} - floor(${scaled}) >= 0.5::float8 THEN 1 ELSE 0 END) / 100::float8
+            ELSE ${none} END`;
+}
+
+/**
+ * Everything the report needs, in one statement (one snapshot, one round trip): the devices
+ * in scope, each assessed from its counters over the hours — counts, percentages, status —
+ * the summary over all of them, the entries the view asks for (a page of them, or all),
+ * the message types and the latest messages with an error. Lists come as JSON PostgreSQL
+ * builds, times as epoch milliseconds: a page reads the devices once and sends 100.
  *
- * For a key that sees the whole tenant the counters are read by tenant alone (no
- * semi-join on the devices, a quarter of the statement) and the caller keeps the
- * devices in scope.
+ * The counters: for the default range (the open hour and the 24 before it), the counter
+ * window's row per device for the closed hours beside the open hour's row
+ * (packages/db/src/counter-window.ts); for any other range, or before the worker moved the
+ * window on when an hour closed, the hourly rows. For a key that sees the whole tenant
+ * they are read by tenant alone (no semi-join on the devices) and joined to the devices
+ * in scope.
  */
 export function dataQualityStatement(
   scope: TelemetryScope,
   hours: HourRange,
   assetId: string | undefined,
   rules: StatusRules,
+  view: DataQualityView = {},
 ): { text: string; values: unknown[] } {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope)];
   if (assetId) conditions.push(`a.id = ${params.add(assetId, 'uuid')}`);
   const inScope = conditions.join(' AND ');
-  const wholeTenant = scope.customerName === null && !assetId;
-  const counters = counterColumnsSql(
-    { tenantId: scope.tenantId, devices: wholeTenant ? 'tenant' : { inQuery: 'SELECT id FROM scoped' }, ...hours },
-    params,
-  );
+  const tenant = params.add(scope.tenantId, 'uuid');
+  // A key that sees the whole tenant reads the counters by tenant; any other scope by its devices
+  // alone (no tenant condition beside them, which would offer the planner the tenant's
+  // (tenant_id, bucket) index for one device when the table has no statistics yet).
+  const ofCounters =
+    scope.customerName === null && !assetId
+      ? `c.tenant_id = ${tenant}`
+      : `c.device_id IN (SELECT d.id FROM devices d JOIN assets a ON a.id = d.asset_id WHERE d.tenant_id = ${tenant} AND ${inScope})`;
+  const from = params.add(hours.from, 'timestamptz');
+  const to = params.add(hours.to, 'timestamptz');
+  const maxErrorRate = params.add(rules.maxErrorRatePercent, 'float8');
+  const minGpsFixes = params.add(rules.minGpsFixes, 'float8');
+  const minGpsOk = params.add(rules.minGpsOkPercent, 'float8');
+  const delayedShare = params.add(dataQualityRules.delayedShare, 'float8');
+  // The rules on a row `r` of per-device counts: the percentages shown and the statuses they decide.
+  const rates = {
+    errorRate: (r: string) => percentSql(`${r}.error_messages`, `${r}.message_count`),
+    gpsOkPercent: (r: string) => percentSql(`${r}.valid_gps_fixes`, `${r}.gps_readings`, 'NULL'),
+  };
+  const flags = {
+    manyErrors: (r: string) => `${rates.errorRate(r)} > ${maxErrorRate}`,
+    poorGps: (r: string) =>
+      `(${r}.gps_readings > 0 AND ${r}.gps_readings >= ${minGpsFixes} AND ${rates.gpsOkPercent(r)} < ${minGpsOk})`,
+    delayed: (r: string) =>
+      `coalesce(CASE WHEN ${r}.timed_messages > 0 THEN ${r}.delayed_messages::float8 / ${r}.timed_messages::float8 > ${delayedShare} END, false)`,
+  };
+  const selected = [
+    view.statuses ? `status = ANY (${params.add([...view.statuses], 'text[]')})` : 'TRUE',
+    view.q !== undefined
+      ? `(strpos(lower(name), ${params.add(view.q.toLowerCase(), 'text')}) > 0
+          OR strpos(lower(identifier), ${params.add(view.q.toLowerCase(), 'text')}) > 0
+          OR strpos(lower(device_id), ${params.add(view.q.toLowerCase(), 'text')}) > 0)`
+      : 'TRUE',
+  ].join(' AND ');
+  const page = view.page
+    ? ` LIMIT ${params.add(view.page.limit, 'integer')} OFFSET ${params.add(view.page.offset, 'integer')}`
+    : '';
   return {
     text: `/* api:dataQuality */
-     WITH scoped AS MATERIALIZED (
+     WITH windowed AS MATERIALIZED (
+       -- Whether the window holds this range's closed hours: the range is the window and the hour after it.
+       SELECT coalesce((SELECT w.window_start = ${from} AND ${to} = ${from} + INTERVAL '${COUNTER_WINDOW_HOURS + 1} hours'
+                          FROM device_counts_window_start w), false) AS yes
+     ), counts AS MATERIALIZED (
+       -- Per device, its counts over the hours: the window's row and the open hour's
+       -- (integers summed: bigint, not numeric), or else the hourly rows. Each branch runs
+       -- only if its one-time test lets it.
+       SELECT coalesce(w.device_id, h.device_id) AS device_id,
+              ${counted.map((column) => `coalesce(w.${column}, 0) + coalesce(h.${column}, 0) AS ${column}`).join(', ')}
+         FROM (SELECT c.device_id, ${counted.map((column) => `c.${column}`).join(', ')} FROM device_counts_window c
+                WHERE (SELECT yes FROM windowed) AND ${ofCounters}) w
+         FULL JOIN (SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
+                      FROM device_counts_hourly c
+                     WHERE (SELECT yes FROM windowed) AND ${ofCounters} AND c.bucket = ${to} - INTERVAL '1 hour'
+                     GROUP BY c.device_id) h ON h.device_id = w.device_id
+       UNION ALL
+       SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
+         FROM device_counts_hourly c
+        WHERE NOT (SELECT yes FROM windowed) AND ${ofCounters} AND c.bucket >= ${from} AND c.bucket < ${to}
+        GROUP BY c.device_id
+     ), errors AS MATERIALIZED (
+       -- Messages with an error per device and topic type, and the rejected among them
+       -- (message_errors_hourly: every rejected or partly stored message of a known device).
+       SELECT c.device_id, c.message_type, sum(c.message_count)::bigint AS errors,
+              coalesce(sum(c.message_count) FILTER (WHERE c.status = 'rejected'), 0)::bigint AS rejected
+         FROM message_errors_hourly c
+        WHERE ${ofCounters} AND c.bucket >= ${from} AND c.bucket < ${to}
+        GROUP BY c.device_id, c.message_type
+     ), device_errors AS (
+       SELECT device_id, sum(errors) AS errors, sum(rejected) AS rejected,
+              -- A topic type that is none of the message types: all its messages are errors.
+              coalesce(sum(errors) FILTER (WHERE message_type <> ALL (${params.add([...deviceMessageTypes], 'text[]')})), 0) AS other
+         FROM errors GROUP BY device_id
+     ), tallied AS (
+       -- Each device in scope with its counts (OFFSET 0: computed once, not again at every reference).
        SELECT d.id, d.device_id, d.enabled, ${onlineStatusSql(rules)} AS online_status, a.id AS asset_id, a.name,
-              a.identifier, a.display_code, coalesce(t.name, '') AS asset_type_name,
-              s.last_seen_at, s.adc_ts, s.position_ts, s.heartbeat_ts, s.imu_ts
+              a.identifier, s.last_seen_at IS NOT NULL AS seen, n.*
          FROM devices d
          JOIN assets a ON a.id = d.asset_id
-         LEFT JOIN asset_types t ON t.id = a.asset_type_id
-         LEFT JOIN device_state s ON s.device_id = d.id
-        WHERE ${inScope}
+         LEFT JOIN device_state s ON s.device_id = d.id AND s.tenant_id = ${tenant}
+         LEFT JOIN counts c ON c.device_id = d.id
+         LEFT JOIN device_errors e ON e.device_id = d.id
+        CROSS JOIN LATERAL (
+          SELECT ${counted.map((column) => `coalesce(c.${column}, 0) AS ${column}`).join(', ')},
+                 coalesce(e.errors, 0) AS error_messages, coalesce(e.rejected, 0) AS rejected_messages, coalesce(e.other, 0) AS other_messages
+          OFFSET 0) n
+        WHERE d.tenant_id = ${tenant} AND ${inScope}
+     ), figures AS MATERIALIZED (
+       SELECT t.*, ${messageColumns.map((column) => `t.${column}`).join(' + ')} + t.other_messages AS message_count,
+              ${readingColumns.map((column) => `t.${column}`).join(' + ')} AS silver_events
+         FROM tallied t
+     ), assessed AS MATERIALIZED (
+       -- The status: the first that applies.
+       SELECT f.*, CASE WHEN NOT f.enabled THEN 'disabled'
+                        WHEN f.online_status IN ('offline', 'unknown') THEN 'offline'
+                        WHEN f.online_status = 'silent' THEN 'silent'
+                        WHEN ${flags.manyErrors('f')} THEN 'errors'
+                        WHEN ${flags.poorGps('f')} THEN 'poor_gps'
+                        WHEN ${flags.delayed('f')} THEN 'delayed'
+                        ELSE 'ok' END AS status
+         FROM figures f
+     ), chosen AS (
+       -- The entries asked for, with their asset's and state's fields and their percentages.
+       SELECT f.*, a.display_code, coalesce(ty.name, '') AS asset_type_name, st.last_seen_at, st.adc_ts, st.position_ts,
+              st.heartbeat_ts, st.imu_ts, ${rates.errorRate('f')} AS error_rate, ${rates.gpsOkPercent('f')} AS gps_ok_percent,
+              f.message_count - f.rejected_messages AS parsed_messages, ${flags.manyErrors('f')} AS many_errors,
+              ${flags.poorGps('f')} AS poor_gps, ${flags.delayed('f')} AS delayed
+         FROM (SELECT * FROM assessed WHERE ${selected} ORDER BY name, asset_id, device_id${page}) f
+         JOIN assets a ON a.id = f.asset_id
+         LEFT JOIN asset_types ty ON ty.id = a.asset_type_id
+         LEFT JOIN device_state st ON st.device_id = f.id
      )
      SELECT ${dataAsOfSql('statement_timestamp()')} AS at,
             (SELECT count(*)::int FROM assets a WHERE ${inScope}) AS "totalAssets",
-            (SELECT coalesce(json_agg(json_build_array(
-                      id, device_id, enabled, online_status, asset_id, name, identifier, display_code, asset_type_name,
-                      ${isoTextSql('last_seen_at')}, ${isoTextSql('adc_ts')}, ${isoTextSql('position_ts')},
-                      ${isoTextSql('heartbeat_ts')}, ${isoTextSql('imu_ts')})
-                    ORDER BY name, asset_id, device_id), '[]')
-               FROM scoped) AS devices,
-            ${counters},
+            (SELECT json_build_array(${[
+              ...summaryFields.map(([, sql]) => `coalesce(${sql}, 0)`),
+              ...messageColumns.flatMap((column) => [
+                `count(*) FILTER (WHERE ${column} > 0)`,
+                `coalesce(sum(${column}), 0)`,
+              ]),
+              `count(*) FILTER (WHERE ${selected})`,
+            ].join(', ')}) FROM assessed) AS summary,
+            (SELECT coalesce(json_agg(json_build_array(message_type, devices, errors, rejected)), '[]')
+               FROM (SELECT e.message_type, count(*) FILTER (WHERE e.errors > 0) AS devices, sum(e.errors) AS errors,
+                            sum(e.rejected) AS rejected
+                       FROM errors e WHERE e.device_id IN (SELECT id FROM assessed) GROUP BY e.message_type) x) AS "typeErrors",
+            (SELECT json_agg(json_build_array(${entryFields.map(([, sql]) => sql).join(', ')}) ORDER BY name, asset_id, device_id)
+               FROM chosen) AS entries,
             (SELECT coalesce(json_agg(json_build_array(
                       e.device_key, e.topic, e.message_type, e.error, e.error_detail, ${isoTextSql('e.received_at')},
                       encode(e.payload_head, 'hex'), e.payload_size)
@@ -146,49 +326,22 @@ export function dataQualityStatement(
                             substring(m.payload FROM 1 FOR ${dataQualityRules.payloadSampleChars * 4}) AS payload_head,
                             m.payload_size
                        FROM device_message_rows m
-                      WHERE m.tenant_id = ${params.add(scope.tenantId, 'uuid')}
+                      WHERE m.tenant_id = ${tenant}
                         AND m.status IN ('rejected', 'partial')
-                        AND m.received_at >= ${params.add(hours.from, 'timestamptz')}
-                        AND m.received_at < ${params.add(hours.to, 'timestamptz')}
-                        AND m.device_id IN (SELECT id FROM scoped)
+                        AND m.received_at >= ${from}
+                        AND m.received_at < ${to}
+                        AND m.device_id IN (SELECT id FROM assessed)
                       ORDER BY m.received_at DESC, m.id DESC
-                      LIMIT ${dataQualityRules.recentErrors}) AS e) AS "recentErrors"`,
+                      LIMIT ${dataQualityRules.recentErrors}) AS e) AS "recentErrors"`.replaceAll(
+      /epoch_ms\((\w+)\)/g,
+      'floor(extract(epoch FROM $1) * 1000)',
+    ),
     values: params.values,
   };
 }
 
-async function readReport(
-  db: Queryable,
-  scope: TelemetryScope,
-  hours: HourRange,
-  assetId: string | undefined,
-  rules: StatusRules,
-): Promise<DataQualityRead> {
-  const { text, values } = dataQualityStatement(scope, hours, assetId, rules);
-  const { rows } = await db.query<DataQualityRead>(text, values);
-  return rows[0]!;
-}
-
-/** DeviceRow's fields in the order of the statement's device arrays (readReport). */
-const deviceFields = [
-  'id',
-  'deviceId',
-  'enabled',
-  'onlineStatus',
-  'assetId',
-  'name',
-  'identifier',
-  'displayCode',
-  'assetTypeName',
-  'lastSeenAt',
-  'lastAdcinAt',
-  'lastGpsAt',
-  'lastHeartbeatAt',
-  'lastImuAt',
-] as const satisfies ReadonlyArray<keyof DeviceRow>;
-
-function toDeviceRow(row: DeviceArray): DeviceRow {
-  return Object.fromEntries(deviceFields.map((name, index) => [name, row[index]])) as unknown as DeviceRow;
+function toEntryRow(values: unknown[]): EntryRow {
+  return Object.fromEntries(entryFields.map(([name], index) => [name, values[index]])) as unknown as EntryRow;
 }
 
 function toRecentError([
@@ -222,88 +375,84 @@ export function payloadSample(head: Buffer, totalBytes: number): string {
   return head.length < totalBytes ? `${text}…` : text;
 }
 
-function sum<T>(rows: T[], pick: (row: T) => number): number {
-  return rows.reduce((total, row) => total + pick(row), 0);
-}
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-function assessDevice(device: DeviceRow, counts: DeviceCounts | undefined, rules: StatusRules) {
-  const messages = counts?.messages ?? [];
-  const messageCount = sum(messages, (row) => row.messageCount);
-  const errorMessages = sum(messages, (row) => row.errorCount);
-  const parsedMessages = sum(messages, (row) => row.parsedCount);
-  const timed = counts?.timedCount ?? 0;
-  const delayed = counts?.delayedCount ?? 0;
-  const events = (type: ReadingType) => counts?.readings[type] ?? 0;
-  const gpsEvents = events('gps');
-  const validGpsEvents = counts?.validGpsCount ?? 0;
-  const errorRate = percent(errorMessages, messageCount);
-  const gpsOkPercent = gpsEvents > 0 ? percent(validGpsEvents, gpsEvents) : null;
-  const delayedShare = timed > 0 ? delayed / timed : 0;
-
+/** An entry of the answer from the statement's assessment: its notes say why its status is what it is. */
+function toEntry(row: EntryRow, rules: StatusRules) {
+  const lastSeenAt = iso(row.lastSeenAt);
   const notes: string[] = [];
-  if (!device.enabled) notes.push('device is disabled: its messages are kept but not derived');
+  if (!row.enabled) notes.push('device is disabled: its messages are kept but not derived');
   // A disabled device's messages are kept in bronze without touching its state.
-  if (device.lastSeenAt === null) {
-    if (messageCount === 0) notes.push('no message received yet');
-  } else if (device.onlineStatus === 'offline' || device.onlineStatus === 'silent')
-    notes.push(`last message received ${device.lastSeenAt}`);
-  if (errorRate > rules.maxErrorRatePercent)
-    notes.push(`${errorRate} % of messages with errors (more than ${rules.maxErrorRatePercent} %)`);
-  const poorGps = gpsOkPercent !== null && gpsEvents >= rules.minGpsFixes && gpsOkPercent < rules.minGpsOkPercent;
-  if (poorGps) notes.push(`${gpsOkPercent} % of ${gpsEvents} GPS fixes valid (less than ${rules.minGpsOkPercent} %)`);
-  if (delayedShare > dataQualityRules.delayedShare)
-    notes.push(`median receive delay above 5 minutes (${round(delayedShare * 100)} % of messages late)`);
-  if (messageCount === 0 && device.lastSeenAt !== null) notes.push('no message in the range');
-
-  let status: DataQualityStatus;
-  if (!device.enabled) status = 'disabled';
-  else if (device.onlineStatus === 'offline' || device.onlineStatus === 'unknown') status = 'offline';
-  else if (device.onlineStatus === 'silent') status = 'silent';
-  else if (errorRate > rules.maxErrorRatePercent) status = 'errors';
-  else if (poorGps) status = 'poor_gps';
-  else if (delayedShare > dataQualityRules.delayedShare) status = 'delayed';
-  else status = 'ok';
-
+  if (lastSeenAt === null) {
+    if (row.messageCount === 0) notes.push('no message received yet');
+  } else if (row.onlineStatus === 'offline' || row.onlineStatus === 'silent')
+    notes.push(`last message received ${lastSeenAt}`);
+  if (row.manyErrors)
+    notes.push(`${row.errorRate} % of messages with errors (more than ${rules.maxErrorRatePercent} %)`);
+  if (row.poorGps)
+    notes.push(`${row.gpsOkPercent} % of ${row.gpsEvents} GPS fixes valid (less than ${rules.minGpsOkPercent} %)`);
+  if (row.delayed)
+    notes.push(
+      `median receive delay above 5 minutes (${round((row.delayedMessages / row.timedMessages) * 100)} % of messages late)`,
+    );
+  if (row.messageCount === 0 && lastSeenAt !== null) notes.push('no message in the range');
   return {
-    assetId: device.assetId,
-    name: device.name,
-    identifier: device.identifier,
-    displayCode: device.displayCode,
-    assetTypeName: device.assetTypeName,
-    deviceId: device.deviceId,
-    status,
-    statusLabel: statusLabels[status],
+    assetId: row.assetId,
+    name: row.name,
+    identifier: row.identifier,
+    displayCode: row.displayCode,
+    assetTypeName: row.assetTypeName,
+    deviceId: row.deviceId,
+    status: row.status,
+    statusLabel: statusLabels[row.status],
     notes,
-    enabled: device.enabled,
-    errorRate,
-    gpsOkPercent,
-    adcinEvents: events('adcin'),
-    errorMessages,
-    gpsEvents,
-    heartbeatEvents: events('heartbeat'),
-    hourmeterEvents: events('hourmeter'),
-    imuEvents: events('imu'),
-    messageCount,
-    parsedMessages,
-    silverEvents: readingTypes.reduce((total, type) => total + events(type), 0),
-    validGpsEvents,
-    lastAdcinAt: device.lastAdcinAt,
-    lastGpsAt: device.lastGpsAt,
-    lastHeartbeatAt: device.lastHeartbeatAt,
-    lastImuAt: device.lastImuAt,
-    lastSeenAt: device.lastSeenAt,
-    onlineStatus: device.onlineStatus,
+    enabled: row.enabled,
+    errorRate: row.errorRate,
+    gpsOkPercent: row.gpsOkPercent,
+    adcinEvents: row.adcinEvents,
+    errorMessages: row.errorMessages,
+    gpsEvents: row.gpsEvents,
+    heartbeatEvents: row.heartbeatEvents,
+    hourmeterEvents: row.hourmeterEvents,
+    imuEvents: row.imuEvents,
+    messageCount: row.messageCount,
+    parsedMessages: row.parsedMessages,
+    silverEvents: row.silverEvents,
+    validGpsEvents: row.validGpsEvents,
+    lastAdcinAt: iso(row.lastAdcinAt),
+    lastGpsAt: iso(row.lastGpsAt),
+    lastHeartbeatAt: iso(row.lastHeartbeatAt),
+    lastImuAt: iso(row.lastImuAt),
+    lastSeenAt,
   };
 }
 
-function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const row of rows) {
-    const list = groups.get(key(row)) ?? [];
-    list.push(row);
-    groups.set(key(row), list);
+/** The message types with any message in scope, by name: the known types' counts and every topic type's errors. */
+function toMessageTypes(read: DataQualityRead) {
+  const types = new Map<string, { deviceCount: number; messageCount: number; errorMessages: number }>();
+  const known = summaryFields.length;
+  deviceMessageTypes.forEach((messageType, index) => {
+    const messageCount = Number(read.summary[known + 2 * index + 1]);
+    if (messageCount > 0)
+      types.set(messageType, { deviceCount: Number(read.summary[known + 2 * index]), messageCount, errorMessages: 0 });
+  });
+  const knownTypes = new Set<string>(deviceMessageTypes);
+  for (const [messageType, devices, errors] of read.typeErrors) {
+    const entry = types.get(messageType);
+    // Every message with an error of a known type is one of its messages, so the entry exists.
+    if (entry) entry.errorMessages = errors;
+    else if (!knownTypes.has(messageType))
+      types.set(messageType, { deviceCount: devices, messageCount: errors, errorMessages: errors });
   }
-  return groups;
+  return [...types.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([messageType, figures]) => ({
+      messageType,
+      deviceCount: figures.deviceCount,
+      errorMessages: figures.errorMessages,
+      messageCount: figures.messageCount,
+      errorRate: percent(figures.errorMessages, figures.messageCount),
+    }));
 }
 
 /** Which entries the answer lists; the summary and message types always cover the whole scope. */
@@ -314,26 +463,6 @@ export interface DataQualityView {
   q?: string;
   /** One page of the matching entries; absent: all of them. */
   page?: { limit: number; offset: number };
-}
-
-function matchesView(view: DataQualityView) {
-  const needle = view.q?.toLowerCase();
-  return (entry: { status: DataQualityStatus; name: string; identifier: string; deviceId: string }) =>
-    (view.statuses === undefined || view.statuses.has(entry.status)) &&
-    (needle === undefined ||
-      [entry.name, entry.identifier, entry.deviceId].some((text) => text.toLowerCase().includes(needle)));
-}
-
-/**
- * The entries the view asks for, with `paging` when it asked for a page. Every device is
- * assessed anyway (the summary counts them all), so filtering the assessed list is the
- * same one pass over the devices in scope; what a page saves is the answer's size.
- */
-function selectEntries<T extends Parameters<ReturnType<typeof matchesView>>[0]>(entries: T[], view: DataQualityView) {
-  const matching = view.statuses || view.q !== undefined ? entries.filter(matchesView(view)) : entries;
-  if (!view.page) return { assets: matching };
-  const { limit, offset } = view.page;
-  return { assets: matching.slice(offset, offset + limit), paging: { limit, offset, total: matching.length } };
 }
 
 /**
@@ -353,88 +482,57 @@ export async function readDataQuality(
   view: DataQualityView = {},
 ) {
   const hours = wholeHours(range);
-  const read = await readReport(pool, scope, hours, assetId, rules);
-  const devices = read.devices.map(toDeviceRow);
-  const { totalAssets } = read;
+  const { text, values } = dataQualityStatement(scope, hours, assetId, rules, view);
+  const read = (await pool.query<DataQualityRead>(text, values)).rows[0]!;
+  const summed = Object.fromEntries(
+    summaryFields.map(([name], index) => [name, Number(read.summary[index])]),
+  ) as Record<SummaryField, number>;
   const errors = read.recentErrors.map(toRecentError);
-  // Read by tenant, the counters may hold devices out of scope (of deleted assets): kept out.
-  const deviceIds = new Set(devices.map((device) => device.id));
-  const counts = toDeviceCountList(read).filter((entry) => deviceIds.has(entry.deviceId));
-  const countsByDevice = new Map(counts.map((entry) => [entry.deviceId, entry]));
-  const messages = counts.flatMap((entry) => entry.messages);
-  const assessed = devices.map((device) => assessDevice(device, countsByDevice.get(device.id), rules));
-  const assets = assessed.map(({ onlineStatus: _onlineStatus, ...entry }) => entry);
-
-  const messageTypes = [...groupBy(messages, (row) => row.messageType).entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([messageType, rows]) => {
-      const messageCount = sum(rows, (row) => row.messageCount);
-      const errorMessages = sum(rows, (row) => row.errorCount);
-      return {
-        messageType,
-        deviceCount: new Set(rows.filter((row) => row.messageCount > 0).map((row) => row.deviceId)).size,
-        errorMessages,
-        messageCount,
-        errorRate: percent(errorMessages, messageCount),
-      };
-    });
-
-  const count = (status: DataQualityStatus) => assets.filter((entry) => entry.status === status).length;
-  const totals = {
-    messageCount: sum(assets, (entry) => entry.messageCount),
-    errorMessages: sum(assets, (entry) => entry.errorMessages),
-    parsedMessages: sum(assets, (entry) => entry.parsedMessages),
-    silverEvents: sum(assets, (entry) => entry.silverEvents),
-    gpsEvents: sum(assets, (entry) => entry.gpsEvents),
-    validGpsEvents: sum(assets, (entry) => entry.validGpsEvents),
-  };
-  const scored = assets.filter((entry) => entry.status !== 'disabled');
-  const assetsWithData = assets.filter((entry) => entry.messageCount > 0).length;
-  const anySeen = devices.some((device) => device.lastSeenAt !== null);
-  const selected = selectEntries(assets, view);
+  const scored = summed.devices - summed.disabled;
+  const scores = (Object.keys(statusScores) as Array<keyof typeof statusScores>).reduce(
+    (total, status) => total + statusScores[status] * summed[status],
+    0,
+  );
 
   return {
     generatedAt: read.at.toISOString(),
     from: hours.from.toISOString(),
     // A date-only `to` is already a whole hour and keeps its shown form (the day's last millisecond).
     to: hours.to.getTime() === range.to.getTime() ? range.echo.to : hours.to.toISOString(),
-    telemetryEnabled: devices.length > 0,
+    telemetryEnabled: summed.devices > 0,
     capabilityState:
-      devices.length === 0
+      summed.devices === 0
         ? ('not_configured' as const)
-        : anySeen
+        : summed.seenDevices > 0
           ? ('configured' as const)
           : ('configured_no_data' as const),
-    assets: selected.assets,
-    messageTypes,
+    assets: (read.entries ?? []).map((values) => toEntry(toEntryRow(values), rules)),
+    messageTypes: toMessageTypes(read),
     recentErrors: errors,
     summary: {
-      assetsWithData,
-      delayedAssets: count('delayed'),
-      errorAssets: count('errors'),
-      errorMessages: totals.errorMessages,
-      gpsEvents: totals.gpsEvents,
-      messageCount: totals.messageCount,
-      offlineAssets: count('offline'),
-      onlineAssets: assessed.filter((entry) => entry.onlineStatus === 'online').length,
-      parsedMessages: totals.parsedMessages,
-      poorGpsAssets: count('poor_gps'),
+      assetsWithData: summed.assetsWithData,
+      delayedAssets: summed.delayed,
+      errorAssets: summed.errors,
+      errorMessages: summed.errorMessages,
+      gpsEvents: summed.gpsEvents,
+      messageCount: summed.messageCount,
+      offlineAssets: summed.offline,
+      onlineAssets: summed.onlineAssets,
+      parsedMessages: summed.parsedMessages,
+      poorGpsAssets: summed.poor_gps,
       recentErrorCount: errors.length,
-      silentAssets: count('silent'),
-      silverEvents: totals.silverEvents,
-      telemetryAssets: new Set(devices.map((device) => device.assetId)).size,
-      totalAssets,
-      validGpsEvents: totals.validGpsEvents,
-      coveragePercent: percent(assetsWithData, assets.length),
-      errorRate: percent(totals.errorMessages, totals.messageCount),
-      gpsOkPercent: percent(totals.validGpsEvents, totals.gpsEvents),
-      qualityScore:
-        scored.length > 0
-          ? round(sum(scored, (entry) => statusScores[entry.status as keyof typeof statusScores]) / scored.length)
-          : 0,
+      silentAssets: summed.silent,
+      silverEvents: summed.silverEvents,
+      telemetryAssets: summed.telemetryAssets,
+      totalAssets: read.totalAssets,
+      validGpsEvents: summed.validGpsEvents,
+      coveragePercent: percent(summed.assetsWithData, summed.devices),
+      errorRate: percent(summed.errorMessages, summed.messageCount),
+      gpsOkPercent: percent(summed.validGpsEvents, summed.gpsEvents),
+      qualityScore: scored > 0 ? round(scores / scored) : 0,
       // The counters hold every batch committed before the snapshot the answer was read in.
       analyticsUpdatedAt: read.at.toISOString(),
     },
-    ...(selected.paging ? { paging: selected.paging } : {}),
+    ...(view.page ? { paging: { ...view.page, total: Number(read.summary[read.summary.length - 1]) } } : {}),
   };
 }
