@@ -123,6 +123,66 @@ function tableRows(page: Page, selector: string): Promise<string[][]> {
   );
 }
 
+const QUALITY_TABLE = '.page-quality section[aria-labelledby="quality-devices"] table';
+const ATTENTION = 'status=errors,offline,silent,poor_gps,delayed';
+
+/** The device rows of the data-quality table as [device id, status, notes] (the "no device" row left out). */
+async function qualityRows(page: Page): Promise<Array<[string, string, string]>> {
+  return (await tableRows(page, QUALITY_TABLE))
+    .filter((row) => row.length === 8)
+    .map((row) => [row[1]!, row[2]!, row[3]!] as [string, string, string]);
+}
+
+/** An answer's entries as the table shows them. */
+function asRows(body: { assets: Array<{ deviceId: string; statusLabel: string; notes: string[] }> }) {
+  return body.assets.map(
+    (entry) =>
+      [entry.deviceId, entry.statusLabel, entry.notes.length ? entry.notes.join('; ') : '—'] as [
+        string,
+        string,
+        string,
+      ],
+  );
+}
+
+/**
+ * Reads the table and the API's answer to `query` until they agree (statuses and notes
+ * change as the fleet lives, and the page refreshes every 5 s); a hang guard, then the
+ * difference as the failure.
+ */
+async function expectQualityTable(page: Page, query: string, key = keys.tenantKey, ordered = false): Promise<void> {
+  const shape = (rows: Array<[string, string, string]>) => JSON.stringify(ordered ? rows : [...rows].sort());
+  const deadline = Date.now() + GUARD_MS;
+  for (;;) {
+    const wanted = asRows(await apiGet(`/telemetry/data-quality?${query}`, key));
+    const shown = await qualityRows(page);
+    if (shape(shown) === shape(wanted)) return;
+    if (Date.now() > deadline) expect(shape(shown)).toBe(shape(wanted));
+    await sleep(1000);
+  }
+}
+
+/** The box and zoom of the map's latest request for its marks (clusters or machines). */
+function mapRequests(page: Page): Array<{ path: string; query: string }> {
+  const seen: Array<{ path: string; query: string }> = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.endsWith('/telemetry/devices/clusters') || url.searchParams.has('bbox'))
+      seen.push({ path: url.pathname.replace('/api/external/v1', ''), query: url.search });
+  });
+  return seen;
+}
+
+/** How many machines the canvas holds, and in how many marks, as the map element says. */
+async function mapShows(page: Page): Promise<{ mode: string; shown: number; marks: number; label: string }> {
+  return page.$eval('.map', (map) => ({
+    mode: (map as HTMLElement).dataset.mode ?? '',
+    shown: Number((map as HTMLElement).dataset.shown ?? -1),
+    marks: Number((map as HTMLElement).dataset.marks ?? -1),
+    label: map.getAttribute('aria-label') ?? '',
+  }));
+}
+
 beforeAll(async () => {
   stack = await startDemoStack('console');
   ({ db, broker, api, keys } = stack);
@@ -221,52 +281,35 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   });
 
   it(
-    'signs in with the tenant key and shows data quality for every device, with the message types',
+    'signs in with the tenant key: data quality shows the devices needing attention, then every device, with the message types',
     async () => {
       const page = await newPage();
       await signIn(page, keys.tenantKey);
-      const expected = await apiGet('/telemetry/data-quality');
-      await waitForCount(
-        page,
-        '.page-quality section[aria-labelledby="quality-devices"] tbody tr',
-        expected.assets.length,
+      await page.locator(`${QUALITY_TABLE} tbody tr`).first().waitFor();
+      // By default the page of devices that need attention, as the API lists them.
+      await expectQualityTable(page, `${ATTENTION}&limit=100`, keys.tenantKey, true);
+      expect(await page.locator('.filters button[aria-pressed="true"]').textContent()).toContain('Needs attention');
+
+      await page.locator('.filters button[data-filter="all"]').click();
+      const all = await apiGet('/telemetry/data-quality?limit=100');
+      await page.locator('.page-quality .pager-range', { hasText: `of ${all.paging.total} devices` }).waitFor();
+      await expectQualityTable(page, 'limit=100', keys.tenantKey, true);
+      const shownTypes = (await tableRows(page, '.page-quality section[aria-labelledby="quality-types"] table')).map(
+        (row) => row[0],
       );
-      const devices = await tableRows(page, '.page-quality section[aria-labelledby="quality-devices"] table');
-      expect(devices.map((row) => row[1]).sort()).toEqual(
-        expected.assets.map((entry: { deviceId: string }) => entry.deviceId).sort(),
+      expect(shownTypes.sort()).toEqual(
+        all.messageTypes.map((type: { messageType: string }) => type.messageType).sort(),
       );
-      // Status and notes change as the fleet lives: the page must show what the API says
-      // (it refreshes every 5 s), so read both until they agree.
-      const statusOf = (rows: Array<[string, string, string]>) => JSON.stringify([...rows].sort());
-      const deadline = Date.now() + GUARD_MS;
-      for (;;) {
-        const api = await apiGet('/telemetry/data-quality');
-        const shown = (await tableRows(page, '.page-quality section[aria-labelledby="quality-devices"] table')).map(
-          (row) => [row[1]!, row[2]!, row[3]!] as [string, string, string],
-        );
-        const wanted = api.assets.map(
-          (entry: { deviceId: string; statusLabel: string; notes: string[] }) =>
-            [entry.deviceId, entry.statusLabel, entry.notes.length ? entry.notes.join('; ') : '—'] as [
-              string,
-              string,
-              string,
-            ],
-        );
-        const shownTypes = (await tableRows(page, '.page-quality section[aria-labelledby="quality-types"] table')).map(
-          (row) => row[0],
-        );
-        const wantedTypes = api.messageTypes.map((type: { messageType: string }) => type.messageType);
-        if (statusOf(shown) === statusOf(wanted) && shownTypes.sort().join() === wantedTypes.sort().join()) break;
-        if (Date.now() > deadline) {
-          expect(statusOf(shown)).toBe(statusOf(wanted));
-          expect(shownTypes).toEqual(wantedTypes);
-        }
-        await sleep(1000);
-      }
       expect(await page.locator('.tile').first().textContent()).toContain('Quality score');
+      // Search is the API's: a device id finds that device.
+      await page.getByLabel('Search devices by name, identifier or device id').fill('demo-sc-01');
+      await expectQualityTable(page, 'q=demo-sc-01&limit=100', keys.tenantKey, true);
+      expect((await qualityRows(page)).map((row) => row[0])).toEqual(['demo-sc-01']);
       // The key stays in this tab's storage and in headers: never in a URL.
       expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([keys.tenantKey]);
       expect(page.url()).not.toContain(keys.tenantKey);
+      await page.getByLabel('Search devices by name, identifier or device id').fill('');
+      await expectQualityTable(page, 'limit=100', keys.tenantKey, true);
       await screenshot(page, 'quality');
       await page.close();
     },
@@ -274,23 +317,37 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   );
 
   it(
-    'the fleet map shows every positioned device and the geofences; a click shows state, operator, today’s sessions and the trail',
+    'the fleet map shows every positioned device and the geofences; a pick shows state, operator, today’s sessions, the trail and the machine highlighted',
     async () => {
       const page = await newPage();
+      const asked = mapRequests(page);
       await signIn(page, keys.tenantKey);
       await page.goto(`${api.url}/console#/fleet`);
       const devices = await apiGet('/telemetry/devices?limit=500');
       const positioned = devices.items.filter((device: { latitude: number | null }) => device.latitude !== null);
-      await waitForCount(page, '.leaflet-marker-icon.pin', positioned.length, true);
+      // Framed on the fleet, every machine with a position is in view, drawn on the canvas one by one.
+      await expect
+        .poll(async () => (await mapShows(page)).shown, { timeout: GUARD_MS, interval: 200 })
+        .toBe(positioned.length);
+      const shows = await mapShows(page);
+      expect(shows.mode).toBe('machines');
+      expect(shows.marks).toBe(positioned.length);
+      expect(shows.label).toContain(`${positioned.length} machines in view`);
+      // The page's own last question gets the same count from the API.
+      const last = asked.at(-1)!;
+      expect(last.path).toBe('/telemetry/devices');
+      expect((await apiGet(`${last.path}${last.query}`)).items.length).toBe(positioned.length);
       const zones = await apiGet('/telemetry/geofences');
       await waitForCount(page, 'path.zone', zones.items.length);
-      expect(await page.locator('.device-row').count()).toBe(devices.items.length);
+      await waitForCount(page, '.device-row', devices.items.length);
+      expect(await page.locator('#fleet-list').textContent()).toContain(String(devices.items.length));
 
       const sc01 = devices.items.find((device: { deviceId: string }) => device.deviceId === 'demo-sc-01');
       await page.locator(`.device-row[data-device-id="demo-sc-01"]`).click();
       const state = await apiGet(`/telemetry/assets/${sc01.assetId}/state`);
       const detail = page.locator('.detail');
       await detail.getByRole('heading', { name: sc01.assetName }).waitFor();
+      await page.locator('.leaflet-marker-icon.pin-selected[data-device-id="demo-sc-01"]').waitFor();
       await detail.locator('.operator .strong').waitFor();
       expect(await detail.locator('.operator').textContent()).toContain(state.state.identifier);
       await detail.locator('.sessions li').first().waitFor();
@@ -322,16 +379,26 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
         const page = await newPage();
         await signIn(page, keys.tenantKey);
         await page.goto(`${api.url}/console#/fleet`);
-        const selector = `.leaflet-marker-icon[data-device-id="${mover.deviceId}"]`;
+        // Found in the list (the keyboard way to the map) and picked: the map highlights it.
+        await page.getByLabel('Search machines').fill(mover.deviceId);
+        await page.locator(`.device-row[data-device-id="${mover.deviceId}"]`).click();
+        const selector = `.leaflet-marker-icon.pin-selected[data-device-id="${mover.deviceId}"]`;
         await page.locator(selector).waitFor({ state: 'attached', timeout: GUARD_MS });
-        // Where the pin sits inside the map, in pixels (so nothing around the map can move it).
+        // Where the highlight sits inside the map, in pixels (so nothing around the map can move it).
         const where = () =>
           page.$eval(selector, (pin) => {
             const box = pin.getBoundingClientRect();
             const map = pin.closest('.map')!.getBoundingClientRect();
             return { x: box.x - map.x, y: box.y - map.y };
           });
-        const before = await where();
+        // The map may still be panning to it: wait (hang guard) until it rests.
+        let before = await where();
+        for (let settled = false; !settled; ) {
+          await sleep(300);
+          const now = await where();
+          settled = now.x === before.x && now.y === before.y;
+          before = now;
+        }
 
         // About 90 m north and 80 m east of the first fix.
         await publishFix(YARD.lat + 0.0008, YARD.lon + 0.0012);
@@ -340,11 +407,11 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
         let after = await where();
         while (Math.abs(after.x - before.x) <= 5 && Math.abs(after.y - before.y) <= 5) {
           if (Date.now() - published > MOVE_WITHIN_MS)
-            throw new Error(`the pin did not move within ${MOVE_WITHIN_MS} ms of the fix`);
+            throw new Error(`the highlight did not move within ${MOVE_WITHIN_MS} ms of the fix`);
           await sleep(100);
           after = await where();
         }
-        console.info(`[console] the marker moved ${Date.now() - published} ms after the fix was published`);
+        console.info(`[console] the highlight moved ${Date.now() - published} ms after the fix was published`);
         console.info(`[console] the pin went from ${JSON.stringify(before)} to ${JSON.stringify(after)}`);
         // East is right and north is up.
         expect(after.x).toBeGreaterThan(before.x);
@@ -430,11 +497,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
       expect(await page.textContent('body')).not.toContain(mover.assetName);
 
       await page.goto(`${api.url}/console#/quality`);
-      await page.locator('.page-quality tbody tr').first().waitFor();
+      await page.locator(`${QUALITY_TABLE} tbody tr`).first().waitFor();
+      await expectQualityTable(page, `${ATTENTION}&limit=100`, keys.customerKey, true);
+      await page.locator('.filters button[data-filter="all"]').click();
+      await expectQualityTable(page, 'limit=100', keys.customerKey, true);
       const quality = await apiGet('/telemetry/data-quality', keys.customerKey);
-      const rows = await tableRows(page, '.page-quality section[aria-labelledby="quality-devices"] table');
-      expect(rows.map((row) => row[1]).sort()).toEqual(
-        quality.assets.map((entry: { deviceId: string }) => entry.deviceId).sort(),
+      expect(new Set((await qualityRows(page)).map((row) => row[0]))).toEqual(
+        new Set(quality.assets.map((entry: { deviceId: string }) => entry.deviceId)),
       );
       await page.close();
     },
