@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mqtt from 'mqtt';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOutbox } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
@@ -18,8 +18,25 @@ import {
 import { json, startTestApi, type TestApi } from '../support/api.ts';
 import type { TestBroker } from '../support/broker.ts';
 import { startDemoStack, type DemoStack } from '../support/demo.ts';
+import { waitFor } from '../support/ingest.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { repoRoot } from '../support/processes.ts';
+import {
+  apiReader,
+  ATTENTION,
+  type ConsoleBrowser,
+  expectQualityTable as expectQualityTableOf,
+  hasChromium,
+  CHROMIUM,
+  launchConsoleBrowser,
+  mapRequests,
+  mapShows,
+  QUALITY_TABLE,
+  qualityRows,
+  signIn as signInTo,
+  tableRows,
+  waitForCount as waitForCountOf,
+} from '../support/console.ts';
 
 // The console in headless Chromium against what `gantry start` runs: the demo tenant, its
 // simulated fleet over a real broker, ingest, the worker and the API. Every figure the
@@ -27,8 +44,6 @@ import { repoRoot } from '../support/processes.ts';
 // The waits are hang guards, except the one the issue promises: a new fix is on the map
 // within 10 seconds.
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 /** The demo uploads 10 hours of 20 machines first; a busy two-core machine needs a while. */
 const GUARD_MS = 240_000;
 const TEST_TIMEOUT_MS = GUARD_MS + 60_000;
@@ -56,50 +71,17 @@ let api: TestApi;
 let keys: DemoKeys;
 let fleet: DemoFleetStart | null = null;
 let mover: { deviceId: string; assetName: string };
-let browser: BrowserContext | undefined;
-let profile = '';
-/** Every URL the browser asked for, and every error it logged (CSP violations included). */
-const requested: string[] = [];
-const problems: string[] = [];
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function apiGet(pathAndQuery: string, key = keys.tenantKey): Promise<any> {
-  const response = await api.external(pathAndQuery, key);
-  const body = await json(response);
-  expect(response.status, `${pathAndQuery}: ${JSON.stringify(body).slice(0, 300)}`).toBe(200);
-  return body;
-}
-
-/** Polls the API until `done` accepts the answer (a hang guard, not a timing). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function until(pathAndQuery: string, done: (body: any) => boolean, key = keys.tenantKey): Promise<any> {
-  const deadline = Date.now() + GUARD_MS;
-  for (;;) {
-    const body = await apiGet(pathAndQuery, key);
-    if (done(body)) return body;
-    if (Date.now() > deadline)
-      throw new Error(`${pathAndQuery} never got there: ${JSON.stringify(body).slice(0, 1000)}`);
-    await sleep(1000);
-  }
-}
-
-async function newPage(viewport = { width: 1280, height: 800 }): Promise<Page> {
-  const page = await browser!.newPage();
-  await page.setViewportSize(viewport);
-  page.on('request', (request) => requested.push(request.url()));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  return page;
-}
-
-async function signIn(page: Page, key: string): Promise<void> {
-  await page.goto(`${api.url}/console`);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Pages' }).waitFor();
-}
+let chromium: ConsoleBrowser | undefined;
+const apiGet = apiReader(
+  () => api,
+  () => keys.tenantKey,
+);
+const newPage = (viewport?: { width: number; height: number }) => chromium!.newPage(viewport);
+const signIn = (page: Page, key: string) => signInTo(page, api.url, key);
+const expectQualityTable = (page: Page, query: string, key = keys.tenantKey) =>
+  expectQualityTableOf(page, apiGet, query, GUARD_MS, key);
+const waitForCount = (page: Page, selector: string, count: number, atLeast = false) =>
+  waitForCountOf(page, selector, count, GUARD_MS, atLeast);
 
 async function screenshot(page: Page, name: string): Promise<void> {
   const file = path.join(SHOTS, `console-${name}.png`);
@@ -107,80 +89,6 @@ async function screenshot(page: Page, name: string): Promise<void> {
   // A real page, and small enough for the README.
   expect(statSync(file).size).toBeGreaterThan(10_000);
   expect(statSync(file).size).toBeLessThan(300_000);
-}
-
-/** Waits (hang guard) until the page holds `count` elements matching `selector`, or at least that many. */
-async function waitForCount(page: Page, selector: string, count: number, atLeast = false): Promise<void> {
-  const counted = expect.poll(() => page.locator(selector).count(), { timeout: GUARD_MS, interval: 200 });
-  if (atLeast) await counted.toBeGreaterThanOrEqual(count);
-  else await counted.toBe(count);
-}
-
-/** The page's text rows of a table, cell by cell. */
-function tableRows(page: Page, selector: string): Promise<string[][]> {
-  return page.$$eval(`${selector} tbody tr`, (rows) =>
-    rows.map((row) => [...row.querySelectorAll('th, td')].map((cell) => cell.textContent?.trim() ?? '')),
-  );
-}
-
-const QUALITY_TABLE = '.page-quality section[aria-labelledby="quality-devices"] table';
-const ATTENTION = 'status=errors,offline,silent,poor_gps,delayed';
-
-/** The device rows of the data-quality table as [device id, status, notes] (the "no device" row left out). */
-async function qualityRows(page: Page): Promise<Array<[string, string, string]>> {
-  return (await tableRows(page, QUALITY_TABLE))
-    .filter((row) => row.length === 8)
-    .map((row) => [row[1]!, row[2]!, row[3]!] as [string, string, string]);
-}
-
-/** An answer's entries as the table shows them. */
-function asRows(body: { assets: Array<{ deviceId: string; statusLabel: string; notes: string[] }> }) {
-  return body.assets.map(
-    (entry) =>
-      [entry.deviceId, entry.statusLabel, entry.notes.length ? entry.notes.join('; ') : '—'] as [
-        string,
-        string,
-        string,
-      ],
-  );
-}
-
-/**
- * Reads the table and the API's answer to `query` until they agree (statuses and notes
- * change as the fleet lives, and the page refreshes every 5 s); a hang guard, then the
- * difference as the failure.
- */
-async function expectQualityTable(page: Page, query: string, key = keys.tenantKey, ordered = false): Promise<void> {
-  const shape = (rows: Array<[string, string, string]>) => JSON.stringify(ordered ? rows : [...rows].sort());
-  const deadline = Date.now() + GUARD_MS;
-  for (;;) {
-    const wanted = asRows(await apiGet(`/telemetry/data-quality?${query}`, key));
-    const shown = await qualityRows(page);
-    if (shape(shown) === shape(wanted)) return;
-    if (Date.now() > deadline) expect(shape(shown)).toBe(shape(wanted));
-    await sleep(1000);
-  }
-}
-
-/** The box and zoom of the map's latest request for its marks (clusters or machines). */
-function mapRequests(page: Page): Array<{ path: string; query: string }> {
-  const seen: Array<{ path: string; query: string }> = [];
-  page.on('request', (request) => {
-    const url = new URL(request.url());
-    if (url.pathname.endsWith('/telemetry/devices/clusters') || url.searchParams.has('bbox'))
-      seen.push({ path: url.pathname.replace('/api/external/v1', ''), query: url.search });
-  });
-  return seen;
-}
-
-/** How many machines the canvas holds, and in how many marks, as the map element says. */
-async function mapShows(page: Page): Promise<{ mode: string; shown: number; marks: number; label: string }> {
-  return page.$eval('.map', (map) => ({
-    mode: (map as HTMLElement).dataset.mode ?? '',
-    shown: Number((map as HTMLElement).dataset.shown ?? -1),
-    marks: Number((map as HTMLElement).dataset.marks ?? -1),
-    label: map.getAttribute('aria-label') ?? '',
-  }));
 }
 
 beforeAll(async () => {
@@ -201,36 +109,24 @@ beforeAll(async () => {
   mover = { deviceId: `console-mover-${Date.now().toString(36)}`, assetName: asset.name };
   await provisioning.createDevice(deps, keys.tenantId, { deviceId: mover.deviceId, assetId: asset.id });
   // The history derived and in gold: the utilization page then has hours to chart.
-  await until(
-    `/telemetry/utilization?from=${new Date(Date.now() - 12 * 3_600_000).toISOString()}&bucket=hour`,
+  const from = new Date(Date.now() - 12 * 3_600_000).toISOString();
+  await waitFor(
+    () => apiGet(`/telemetry/utilization?from=${from}&bucket=hour`),
     (body) => body.items.filter((item: { runningSeconds: number }) => item.runningSeconds > 0).length >= 6,
+    GUARD_MS,
+    'the demo history in gold',
+    1000,
   );
   if (hasChromium) {
     mkdirSync(SHOTS, { recursive: true });
-    profile = mkdtempSync(path.join(tmpdir(), 'gantry-console-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      viewport: { width: 1280, height: 800 },
-      acceptDownloads: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    chromium = await launchConsoleBrowser();
   } else {
     console.warn(`[console] ${CHROMIUM} is absent (Debian package "chromium"): the browser tests are skipped`);
   }
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await chromium?.close();
   await fleet?.fleet.stop();
   await stack?.stop();
 });
@@ -287,13 +183,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
       await signIn(page, keys.tenantKey);
       await page.locator(`${QUALITY_TABLE} tbody tr`).first().waitFor();
       // By default the page of devices that need attention, as the API lists them.
-      await expectQualityTable(page, `${ATTENTION}&limit=100`, keys.tenantKey, true);
+      await expectQualityTable(page, `${ATTENTION}&limit=100`);
       expect(await page.locator('.filters button[aria-pressed="true"]').textContent()).toContain('Needs attention');
 
       await page.locator('.filters button[data-filter="all"]').click();
       const all = await apiGet('/telemetry/data-quality?limit=100');
       await page.locator('.page-quality .pager-range', { hasText: `of ${all.paging.total} devices` }).waitFor();
-      await expectQualityTable(page, 'limit=100', keys.tenantKey, true);
+      await expectQualityTable(page, 'limit=100');
       const shownTypes = (await tableRows(page, '.page-quality section[aria-labelledby="quality-types"] table')).map(
         (row) => row[0],
       );
@@ -303,13 +199,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
       expect(await page.locator('.tile').first().textContent()).toContain('Quality score');
       // Search is the API's: a device id finds that device.
       await page.getByLabel('Search devices by name, identifier or device id').fill('demo-sc-01');
-      await expectQualityTable(page, 'q=demo-sc-01&limit=100', keys.tenantKey, true);
+      await expectQualityTable(page, 'q=demo-sc-01&limit=100');
       expect((await qualityRows(page)).map((row) => row[0])).toEqual(['demo-sc-01']);
       // The key stays in this tab's storage and in headers: never in a URL.
       expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([keys.tenantKey]);
       expect(page.url()).not.toContain(keys.tenantKey);
       await page.getByLabel('Search devices by name, identifier or device id').fill('');
-      await expectQualityTable(page, 'limit=100', keys.tenantKey, true);
+      await expectQualityTable(page, 'limit=100');
       await screenshot(page, 'quality');
       await page.close();
     },
@@ -456,7 +352,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   it(
     'geofence alerts: the open forbidden-zone alert is listed and acknowledged from the page',
     async () => {
-      const open = await until('/telemetry/geofence-alerts?status=open', (body) => body.items.length > 0);
+      const open = await waitFor(
+        () => apiGet('/telemetry/geofence-alerts?status=open'),
+        (body) => body.items.length > 0,
+        GUARD_MS,
+        'an open alert',
+        1000,
+      );
       const page = await newPage();
       await signIn(page, keys.tenantKey);
       await page.goto(`${api.url}/console#/alerts`);
@@ -498,9 +400,9 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
 
       await page.goto(`${api.url}/console#/quality`);
       await page.locator(`${QUALITY_TABLE} tbody tr`).first().waitFor();
-      await expectQualityTable(page, `${ATTENTION}&limit=100`, keys.customerKey, true);
+      await expectQualityTable(page, `${ATTENTION}&limit=100`, keys.customerKey);
       await page.locator('.filters button[data-filter="all"]').click();
-      await expectQualityTable(page, 'limit=100', keys.customerKey, true);
+      await expectQualityTable(page, 'limit=100', keys.customerKey);
       const quality = await apiGet('/telemetry/data-quality', keys.customerKey);
       expect(new Set((await qualityRows(page)).map((row) => row[0]))).toEqual(
         new Set(quality.assets.map((entry: { deviceId: string }) => entry.deviceId)),
@@ -566,6 +468,7 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   });
 
   it('the key never appeared in a URL, and the browser reported no error (no CSP violation)', () => {
+    const { requested, problems } = chromium!;
     expect(requested.length).toBeGreaterThan(10);
     expect(requested.filter((url) => url.includes(keys.tenantKey) || url.includes(keys.customerKey))).toEqual([]);
     // The bad-key attempt's 401 is the only error the browser may log.

@@ -73,7 +73,7 @@ async function expectCellsMatchTheList(cells: Cell[], key: string, filter = ''):
     const listed = await get(`/telemetry/devices?bbox=${cell.bbox.join(',')}&limit=500${filter}`, key);
     expect(listed.items.length).toBe(cell.count);
     const statuses: Record<string, number> = { online: 0, silent: 0, offline: 0, unknown: 0, disabled: 0 };
-    for (const item of listed.items) statuses[item.onlineStatus] += 1;
+    for (const item of listed.items) statuses[item.onlineStatus] = (statuses[item.onlineStatus] ?? 0) + 1;
     expect(cell.onlineStatusCounts).toEqual(statuses);
     const mean = (pick: (item: { latitude: number; longitude: number }) => number) =>
       listed.items.reduce((sum: number, item: never) => sum + pick(item), 0) / listed.items.length;
