@@ -12,6 +12,7 @@ import { ago, clock, count, duration, errorText, hours, km, onlineStatus, time, 
 import { pager } from './pager.js';
 
 const DEVICES_MS = 3000;
+const LIST_MS = 5000;
 const DETAIL_MS = 5000;
 const TRAIL_MS = 15_000;
 const ZONES_MS = 60_000;
@@ -505,7 +506,7 @@ export function fleetPage() {
     element,
     start() {
       mapPoll = poll(loadMap, DEVICES_MS);
-      listPoll = poll(loadList, DEVICES_MS);
+      listPoll = poll(loadList, LIST_MS);
       stops.push(mapPoll, listPoll, poll(loadZones, ZONES_MS));
       if (state.device) {
         const device = state.device;
