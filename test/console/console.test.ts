@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mqtt from 'mqtt';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOutbox } from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
@@ -18,8 +18,25 @@ import {
 import { json, startTestApi, type TestApi } from '../support/api.ts';
 import type { TestBroker } from '../support/broker.ts';
 import { startDemoStack, type DemoStack } from '../support/demo.ts';
+import { waitFor } from '../support/ingest.ts';
 import type { TestDatabase } from '../support/database.ts';
 import { repoRoot } from '../support/processes.ts';
+import {
+  apiReader,
+  ATTENTION,
+  type ConsoleBrowser,
+  expectQualityTable as expectQualityTableOf,
+  hasChromium,
+  CHROMIUM,
+  launchConsoleBrowser,
+  mapRequests,
+  mapShows,
+  QUALITY_TABLE,
+  qualityRows,
+  signIn as signInTo,
+  tableRows,
+  waitForCount as waitForCountOf,
+} from '../support/console.ts';
 
 // The console in headless Chromium against what `gantry start` runs: the demo tenant, its
 // simulated fleet over a real broker, ingest, the worker and the API. Every figure the
@@ -27,8 +44,6 @@ import { repoRoot } from '../support/processes.ts';
 // The waits are hang guards, except the one the issue promises: a new fix is on the map
 // within 10 seconds.
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 /** The demo uploads 10 hours of 20 machines first; a busy two-core machine needs a while. */
 const GUARD_MS = 240_000;
 const TEST_TIMEOUT_MS = GUARD_MS + 60_000;
@@ -56,50 +71,17 @@ let api: TestApi;
 let keys: DemoKeys;
 let fleet: DemoFleetStart | null = null;
 let mover: { deviceId: string; assetName: string };
-let browser: BrowserContext | undefined;
-let profile = '';
-/** Every URL the browser asked for, and every error it logged (CSP violations included). */
-const requested: string[] = [];
-const problems: string[] = [];
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function apiGet(pathAndQuery: string, key = keys.tenantKey): Promise<any> {
-  const response = await api.external(pathAndQuery, key);
-  const body = await json(response);
-  expect(response.status, `${pathAndQuery}: ${JSON.stringify(body).slice(0, 300)}`).toBe(200);
-  return body;
-}
-
-/** Polls the API until `done` accepts the answer (a hang guard, not a timing). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function until(pathAndQuery: string, done: (body: any) => boolean, key = keys.tenantKey): Promise<any> {
-  const deadline = Date.now() + GUARD_MS;
-  for (;;) {
-    const body = await apiGet(pathAndQuery, key);
-    if (done(body)) return body;
-    if (Date.now() > deadline)
-      throw new Error(`${pathAndQuery} never got there: ${JSON.stringify(body).slice(0, 1000)}`);
-    await sleep(1000);
-  }
-}
-
-async function newPage(viewport = { width: 1280, height: 800 }): Promise<Page> {
-  const page = await browser!.newPage();
-  await page.setViewportSize(viewport);
-  page.on('request', (request) => requested.push(request.url()));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  return page;
-}
-
-async function signIn(page: Page, key: string): Promise<void> {
-  await page.goto(`${api.url}/console`);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Pages' }).waitFor();
-}
+let chromium: ConsoleBrowser | undefined;
+const apiGet = apiReader(
+  () => api,
+  () => keys.tenantKey,
+);
+const newPage = (viewport?: { width: number; height: number }) => chromium!.newPage(viewport);
+const signIn = (page: Page, key: string) => signInTo(page, api.url, key);
+const expectQualityTable = (page: Page, query: string, key = keys.tenantKey) =>
+  expectQualityTableOf(page, apiGet, query, GUARD_MS, key);
+const waitForCount = (page: Page, selector: string, count: number, atLeast = false) =>
+  waitForCountOf(page, selector, count, GUARD_MS, atLeast);
 
 async function screenshot(page: Page, name: string): Promise<void> {
   const file = path.join(SHOTS, `console-${name}.png`);
@@ -107,20 +89,6 @@ async function screenshot(page: Page, name: string): Promise<void> {
   // A real page, and small enough for the README.
   expect(statSync(file).size).toBeGreaterThan(10_000);
   expect(statSync(file).size).toBeLessThan(300_000);
-}
-
-/** Waits (hang guard) until the page holds `count` elements matching `selector`, or at least that many. */
-async function waitForCount(page: Page, selector: string, count: number, atLeast = false): Promise<void> {
-  const counted = expect.poll(() => page.locator(selector).count(), { timeout: GUARD_MS, interval: 200 });
-  if (atLeast) await counted.toBeGreaterThanOrEqual(count);
-  else await counted.toBe(count);
-}
-
-/** The page's text rows of a table, cell by cell. */
-function tableRows(page: Page, selector: string): Promise<string[][]> {
-  return page.$$eval(`${selector} tbody tr`, (rows) =>
-    rows.map((row) => [...row.querySelectorAll('th, td')].map((cell) => cell.textContent?.trim() ?? '')),
-  );
 }
 
 beforeAll(async () => {
@@ -141,36 +109,24 @@ beforeAll(async () => {
   mover = { deviceId: `console-mover-${Date.now().toString(36)}`, assetName: asset.name };
   await provisioning.createDevice(deps, keys.tenantId, { deviceId: mover.deviceId, assetId: asset.id });
   // The history derived and in gold: the utilization page then has hours to chart.
-  await until(
-    `/telemetry/utilization?from=${new Date(Date.now() - 12 * 3_600_000).toISOString()}&bucket=hour`,
+  const from = new Date(Date.now() - 12 * 3_600_000).toISOString();
+  await waitFor(
+    () => apiGet(`/telemetry/utilization?from=${from}&bucket=hour`),
     (body) => body.items.filter((item: { runningSeconds: number }) => item.runningSeconds > 0).length >= 6,
+    GUARD_MS,
+    'the demo history in gold',
+    1000,
   );
   if (hasChromium) {
     mkdirSync(SHOTS, { recursive: true });
-    profile = mkdtempSync(path.join(tmpdir(), 'gantry-console-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      viewport: { width: 1280, height: 800 },
-      acceptDownloads: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    chromium = await launchConsoleBrowser();
   } else {
     console.warn(`[console] ${CHROMIUM} is absent (Debian package "chromium"): the browser tests are skipped`);
   }
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await chromium?.close();
   await fleet?.fleet.stop();
   await stack?.stop();
 });
@@ -221,52 +177,35 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   });
 
   it(
-    'signs in with the tenant key and shows data quality for every device, with the message types',
+    'signs in with the tenant key: data quality shows the devices needing attention, then every device, with the message types',
     async () => {
       const page = await newPage();
       await signIn(page, keys.tenantKey);
-      const expected = await apiGet('/telemetry/data-quality');
-      await waitForCount(
-        page,
-        '.page-quality section[aria-labelledby="quality-devices"] tbody tr',
-        expected.assets.length,
+      await page.locator(`${QUALITY_TABLE} tbody tr`).first().waitFor();
+      // By default the page of devices that need attention, as the API lists them.
+      await expectQualityTable(page, `${ATTENTION}&limit=100`);
+      expect(await page.locator('.filters button[aria-pressed="true"]').textContent()).toContain('Needs attention');
+
+      await page.locator('.filters button[data-filter="all"]').click();
+      const all = await apiGet('/telemetry/data-quality?limit=100');
+      await page.locator('.page-quality .pager-range', { hasText: `of ${all.paging.total} devices` }).waitFor();
+      await expectQualityTable(page, 'limit=100');
+      const shownTypes = (await tableRows(page, '.page-quality section[aria-labelledby="quality-types"] table')).map(
+        (row) => row[0],
       );
-      const devices = await tableRows(page, '.page-quality section[aria-labelledby="quality-devices"] table');
-      expect(devices.map((row) => row[1]).sort()).toEqual(
-        expected.assets.map((entry: { deviceId: string }) => entry.deviceId).sort(),
+      expect(shownTypes.sort()).toEqual(
+        all.messageTypes.map((type: { messageType: string }) => type.messageType).sort(),
       );
-      // Status and notes change as the fleet lives: the page must show what the API says
-      // (it refreshes every 5 s), so read both until they agree.
-      const statusOf = (rows: Array<[string, string, string]>) => JSON.stringify([...rows].sort());
-      const deadline = Date.now() + GUARD_MS;
-      for (;;) {
-        const api = await apiGet('/telemetry/data-quality');
-        const shown = (await tableRows(page, '.page-quality section[aria-labelledby="quality-devices"] table')).map(
-          (row) => [row[1]!, row[2]!, row[3]!] as [string, string, string],
-        );
-        const wanted = api.assets.map(
-          (entry: { deviceId: string; statusLabel: string; notes: string[] }) =>
-            [entry.deviceId, entry.statusLabel, entry.notes.length ? entry.notes.join('; ') : '—'] as [
-              string,
-              string,
-              string,
-            ],
-        );
-        const shownTypes = (await tableRows(page, '.page-quality section[aria-labelledby="quality-types"] table')).map(
-          (row) => row[0],
-        );
-        const wantedTypes = api.messageTypes.map((type: { messageType: string }) => type.messageType);
-        if (statusOf(shown) === statusOf(wanted) && shownTypes.sort().join() === wantedTypes.sort().join()) break;
-        if (Date.now() > deadline) {
-          expect(statusOf(shown)).toBe(statusOf(wanted));
-          expect(shownTypes).toEqual(wantedTypes);
-        }
-        await sleep(1000);
-      }
       expect(await page.locator('.tile').first().textContent()).toContain('Quality score');
+      // Search is the API's: a device id finds that device.
+      await page.getByLabel('Search devices by name, identifier or device id').fill('demo-sc-01');
+      await expectQualityTable(page, 'q=demo-sc-01&limit=100');
+      expect((await qualityRows(page)).map((row) => row[0])).toEqual(['demo-sc-01']);
       // The key stays in this tab's storage and in headers: never in a URL.
       expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([keys.tenantKey]);
       expect(page.url()).not.toContain(keys.tenantKey);
+      await page.getByLabel('Search devices by name, identifier or device id').fill('');
+      await expectQualityTable(page, 'limit=100');
       await screenshot(page, 'quality');
       await page.close();
     },
@@ -274,23 +213,37 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   );
 
   it(
-    'the fleet map shows every positioned device and the geofences; a click shows state, operator, today’s sessions and the trail',
+    'the fleet map shows every positioned device and the geofences; a pick shows state, operator, today’s sessions, the trail and the machine highlighted',
     async () => {
       const page = await newPage();
+      const asked = mapRequests(page);
       await signIn(page, keys.tenantKey);
       await page.goto(`${api.url}/console#/fleet`);
       const devices = await apiGet('/telemetry/devices?limit=500');
       const positioned = devices.items.filter((device: { latitude: number | null }) => device.latitude !== null);
-      await waitForCount(page, '.leaflet-marker-icon.pin', positioned.length, true);
+      // Framed on the fleet, every machine with a position is in view, drawn on the canvas one by one.
+      await expect
+        .poll(async () => (await mapShows(page)).shown, { timeout: GUARD_MS, interval: 200 })
+        .toBe(positioned.length);
+      const shows = await mapShows(page);
+      expect(shows.mode).toBe('machines');
+      expect(shows.marks).toBe(positioned.length);
+      expect(shows.label).toContain(`${positioned.length} machines in view`);
+      // The page's own last question gets the same count from the API.
+      const last = asked.at(-1)!;
+      expect(last.path).toBe('/telemetry/devices');
+      expect((await apiGet(`${last.path}${last.query}`)).items.length).toBe(positioned.length);
       const zones = await apiGet('/telemetry/geofences');
       await waitForCount(page, 'path.zone', zones.items.length);
-      expect(await page.locator('.device-row').count()).toBe(devices.items.length);
+      await waitForCount(page, '.device-row', devices.items.length);
+      expect(await page.locator('#fleet-list').textContent()).toContain(String(devices.items.length));
 
       const sc01 = devices.items.find((device: { deviceId: string }) => device.deviceId === 'demo-sc-01');
       await page.locator(`.device-row[data-device-id="demo-sc-01"]`).click();
       const state = await apiGet(`/telemetry/assets/${sc01.assetId}/state`);
       const detail = page.locator('.detail');
       await detail.getByRole('heading', { name: sc01.assetName }).waitFor();
+      await page.locator('.leaflet-marker-icon.pin-selected[data-device-id="demo-sc-01"]').waitFor();
       await detail.locator('.operator .strong').waitFor();
       expect(await detail.locator('.operator').textContent()).toContain(state.state.identifier);
       await detail.locator('.sessions li').first().waitFor();
@@ -322,16 +275,26 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
         const page = await newPage();
         await signIn(page, keys.tenantKey);
         await page.goto(`${api.url}/console#/fleet`);
-        const selector = `.leaflet-marker-icon[data-device-id="${mover.deviceId}"]`;
+        // Found in the list (the keyboard way to the map) and picked: the map highlights it.
+        await page.getByLabel('Search machines').fill(mover.deviceId);
+        await page.locator(`.device-row[data-device-id="${mover.deviceId}"]`).click();
+        const selector = `.leaflet-marker-icon.pin-selected[data-device-id="${mover.deviceId}"]`;
         await page.locator(selector).waitFor({ state: 'attached', timeout: GUARD_MS });
-        // Where the pin sits inside the map, in pixels (so nothing around the map can move it).
+        // Where the highlight sits inside the map, in pixels (so nothing around the map can move it).
         const where = () =>
           page.$eval(selector, (pin) => {
             const box = pin.getBoundingClientRect();
             const map = pin.closest('.map')!.getBoundingClientRect();
             return { x: box.x - map.x, y: box.y - map.y };
           });
-        const before = await where();
+        // The map may still be panning to it: wait (hang guard) until it rests.
+        let before = await where();
+        for (let settled = false; !settled; ) {
+          await sleep(300);
+          const now = await where();
+          settled = now.x === before.x && now.y === before.y;
+          before = now;
+        }
 
         // About 90 m north and 80 m east of the first fix.
         await publishFix(YARD.lat + 0.0008, YARD.lon + 0.0012);
@@ -340,11 +303,11 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
         let after = await where();
         while (Math.abs(after.x - before.x) <= 5 && Math.abs(after.y - before.y) <= 5) {
           if (Date.now() - published > MOVE_WITHIN_MS)
-            throw new Error(`the pin did not move within ${MOVE_WITHIN_MS} ms of the fix`);
+            throw new Error(`the highlight did not move within ${MOVE_WITHIN_MS} ms of the fix`);
           await sleep(100);
           after = await where();
         }
-        console.info(`[console] the marker moved ${Date.now() - published} ms after the fix was published`);
+        console.info(`[console] the highlight moved ${Date.now() - published} ms after the fix was published`);
         console.info(`[console] the pin went from ${JSON.stringify(before)} to ${JSON.stringify(after)}`);
         // East is right and north is up.
         expect(after.x).toBeGreaterThan(before.x);
@@ -389,7 +352,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   it(
     'geofence alerts: the open forbidden-zone alert is listed and acknowledged from the page',
     async () => {
-      const open = await until('/telemetry/geofence-alerts?status=open', (body) => body.items.length > 0);
+      const open = await waitFor(
+        () => apiGet('/telemetry/geofence-alerts?status=open'),
+        (body) => body.items.length > 0,
+        GUARD_MS,
+        'an open alert',
+        1000,
+      );
       const page = await newPage();
       await signIn(page, keys.tenantKey);
       await page.goto(`${api.url}/console#/alerts`);
@@ -430,11 +399,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
       expect(await page.textContent('body')).not.toContain(mover.assetName);
 
       await page.goto(`${api.url}/console#/quality`);
-      await page.locator('.page-quality tbody tr').first().waitFor();
+      await page.locator(`${QUALITY_TABLE} tbody tr`).first().waitFor();
+      await expectQualityTable(page, `${ATTENTION}&limit=100`, keys.customerKey);
+      await page.locator('.filters button[data-filter="all"]').click();
+      await expectQualityTable(page, 'limit=100', keys.customerKey);
       const quality = await apiGet('/telemetry/data-quality', keys.customerKey);
-      const rows = await tableRows(page, '.page-quality section[aria-labelledby="quality-devices"] table');
-      expect(rows.map((row) => row[1]).sort()).toEqual(
-        quality.assets.map((entry: { deviceId: string }) => entry.deviceId).sort(),
+      expect(new Set((await qualityRows(page)).map((row) => row[0]))).toEqual(
+        new Set(quality.assets.map((entry: { deviceId: string }) => entry.deviceId)),
       );
       await page.close();
     },
@@ -497,6 +468,7 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
   });
 
   it('the key never appeared in a URL, and the browser reported no error (no CSP violation)', () => {
+    const { requested, problems } = chromium!;
     expect(requested.length).toBeGreaterThan(10);
     expect(requested.filter((url) => url.includes(keys.tenantKey) || url.includes(keys.customerKey))).toEqual([]);
     // The bad-key attempt's 401 is the only error the browser may log.

@@ -152,6 +152,8 @@ describe('a client generated from the served document', () => {
         }),
       '/telemetry/data-quality': () => client.GET('/telemetry/data-quality'),
       '/telemetry/devices': () => client.GET('/telemetry/devices', { params: { query: { enabled: 'true' } } }),
+      '/telemetry/devices/clusters': () =>
+        client.GET('/telemetry/devices/clusters', { params: { query: { zoom: 12, bbox: '3.9,51.8,4.2,52.1' } } }),
       '/telemetry/usage-sessions': () => client.GET('/telemetry/usage-sessions', { params: { query: range } }),
       '/telemetry/identifier-sessions': () =>
         client.GET('/telemetry/identifier-sessions', { params: { query: { ...range, identifier: 'RFID-1' } } }),

@@ -119,13 +119,14 @@ export async function waitFor<T>(
   done: (value: T) => boolean,
   timeoutMs = 60_000,
   label = 'condition',
+  intervalMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (done(value)) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}; last value: ${JSON.stringify(value)}`);
-    await sleep(50);
+    await sleep(intervalMs);
   }
 }
 

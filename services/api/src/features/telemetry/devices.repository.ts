@@ -1,5 +1,6 @@
 import type { Queryable } from '@gantry/db';
 import { iso } from '../../http/common-schemas.ts';
+import { bboxCondition, type Bbox } from './device-map/bbox.ts';
 import type { TelemetryDeviceBody } from './schemas.ts';
 import { adcStateSql, onlineStatusSql, workStateSql, type StatusRules } from './status.ts';
 import {
@@ -18,6 +19,8 @@ export interface DeviceFilter {
   q?: string | undefined;
   status?: TelemetryDeviceBody['onlineStatus'] | undefined;
   enabled?: boolean | undefined;
+  /** Only devices whose last position lies in the box. */
+  bbox?: Bbox | undefined;
 }
 
 const deviceColumns = (rules: StatusRules): Column[] => [
@@ -46,11 +49,15 @@ const deviceColumns = (rules: StatusRules): Column[] => [
 ];
 
 /**
- * Devices of the assets in scope. A device without an asset (its asset was deleted) has
- * nothing to tell an integrator and is left out; the admin API still lists it.
+ * The conditions on devices `d` (of assets `a`, with their state `s`) that the key's
+ * scope and the filter put: the device list, its export and the map's clusters share them.
  */
-export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter, rules: StatusRules): ListStatement {
-  const params = new SqlParams();
+export function deviceConditions(
+  params: SqlParams,
+  scope: TelemetryScope,
+  filter: DeviceFilter,
+  rules: StatusRules,
+): string[] {
   // d.tenant_id lets the planner walk devices in device-id order; the asset condition applies the scope.
   const conditions = [`d.tenant_id = ${params.add(scope.tenantId, 'uuid')}`, assetScopeCondition(params, scope)];
   if (filter.assetId) conditions.push(`a.id = ${params.add(filter.assetId, 'uuid')}`);
@@ -62,6 +69,17 @@ export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter,
       `(lower(d.device_id) LIKE ${pattern} OR lower(d.display_name) LIKE ${pattern} OR a.search_text LIKE ${pattern})`,
     );
   }
+  if (filter.bbox) conditions.push(bboxCondition(params, filter.bbox));
+  return conditions;
+}
+
+/**
+ * Devices of the assets in scope. A device without an asset (its asset was deleted) has
+ * nothing to tell an integrator and is left out; the admin API still lists it.
+ */
+export function deviceListStatement(scope: TelemetryScope, filter: DeviceFilter, rules: StatusRules): ListStatement {
+  const params = new SqlParams();
+  const conditions = deviceConditions(params, scope, filter, rules);
   return {
     tag: 'listTelemetryDevices',
     columns: deviceColumns(rules),
@@ -112,4 +130,14 @@ export async function listDevices(
   const { text, values } = pageSql(deviceListStatement(scope, filter, rules), limit, offset);
   const { rows } = await db.query(text, values);
   return rows.map(toTelemetryDevice);
+}
+
+/** How many devices the filter matches over every page (one pass over the devices in scope). */
+export async function countDevices(db: Queryable, scope: TelemetryScope, filter: DeviceFilter, rules: StatusRules) {
+  const statement = deviceListStatement(scope, filter, rules);
+  const { rows } = await db.query<{ total: number }>(
+    `/* api:countTelemetryDevices */ SELECT count(*)::int AS total ${statement.body}`,
+    statement.params.values,
+  );
+  return rows[0]!.total;
 }

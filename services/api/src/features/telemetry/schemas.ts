@@ -64,7 +64,14 @@ export const TelemetryDevice = z
   .meta({ id: 'TelemetryDevice' });
 
 export const TelemetryDeviceListResponse = z
-  .object({ items: z.array(TelemetryDevice), paging: Paging })
+  .object({
+    items: z.array(TelemetryDevice),
+    paging: Paging.extend({
+      total: int()
+        .optional()
+        .meta({ description: 'With `total=true`: the devices matching the filters, over every page' }),
+    }),
+  })
   .meta({ id: 'TelemetryDeviceListResponse' });
 
 export const TelemetryAssetStateResponse = z

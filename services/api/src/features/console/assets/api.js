@@ -108,21 +108,48 @@ export async function download(path, params, filename) {
   return { bytes: blob.size, truncated: response.headers.get('X-Export-Truncated') === 'true' };
 }
 
+/** `fn` once the calls to the returned function pause for `ms`: a search box's requests. */
+export function debounce(fn, ms) {
+  let timer = 0;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
 /**
  * Runs `task` now and then every `intervalMs` after each run ends (never two at once),
- * skipping runs while the tab is hidden. Returns a function that stops it.
+ * skipping runs while the tab is hidden. Returns a function that stops it; its `now()`
+ * runs the task at once (or right after the run under way), for a change the user made.
  */
 export function poll(task, intervalMs) {
   let timer = 0;
   let stopped = false;
+  let running = false;
+  let again = false;
   const run = async () => {
     if (stopped) return;
+    clearTimeout(timer);
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
     if (!document.hidden) await task().catch(() => undefined);
-    if (!stopped) timer = setTimeout(run, intervalMs);
+    running = false;
+    if (stopped) return;
+    if (again) {
+      again = false;
+      void run();
+    } else {
+      timer = setTimeout(run, intervalMs);
+    }
   };
   void run();
-  return () => {
+  const stop = () => {
     stopped = true;
     clearTimeout(timer);
   };
+  stop.now = () => void run();
+  return stop;
 }

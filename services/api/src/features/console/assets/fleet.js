@@ -1,16 +1,29 @@
-// The fleet on a map: every device at its last position (GET /telemetry/devices, polled
-// every few seconds so the machines move), the geofences as polygons, and for the device
-// picked its state, operator, today's usage sessions and trail of positions. There is no
-// base map unless the deployment names a tile server: the yard is drawn from the API's
-// own coordinates alone.
+// The fleet on a map. What the page asks for scales with the view, not the fleet: the
+// machines in the box shown, counted per grid cell (GET /telemetry/devices/clusters) while
+// many are in view, or the machines themselves (GET /telemetry/devices?bbox=…) once few
+// are, redrawn on one canvas every few seconds so they move; the geofences as polygons;
+// a paged, searchable list of the machines (the keyboard way to the map); and for the
+// machine picked, highlighted on the map, its state, operator, today's usage sessions
+// and trail of positions. There is no base map unless the deployment names a tile
+// server: the yard is drawn from the API's own coordinates alone.
 import { html, nothing, render } from '../vendor/lit-html.js';
-import { get, getAll, poll } from './api.js';
+import { debounce, get, poll } from './api.js';
 import { ago, clock, count, duration, errorText, hours, km, onlineStatus, time, when, workState } from './format.js';
+import { pager } from './pager.js';
 
 const DEVICES_MS = 3000;
+const LIST_MS = 5000;
 const DETAIL_MS = 5000;
 const TRAIL_MS = 15_000;
 const ZONES_MS = 60_000;
+const LIST_PAGE = 100;
+const SEARCH_DELAY_MS = 300;
+/** The machines themselves, rather than clusters, once fewer than this many (a page) are in view… */
+const MAX_MACHINES = 500;
+/** …and the map is zoomed in at least this far (a yard, not a country). */
+const MACHINES_FROM_ZOOM = 15;
+/** Names beside the machines from this zoom on. */
+const LABELS_FROM_ZOOM = 16;
 const TRAILS = {
   '1h': { label: '1 h', hours: 1 },
   '3h': { label: '3 h', hours: 3 },
@@ -37,30 +50,76 @@ function polygonsOf(geometry) {
   return polygons.map((polygon) => polygon.map((ring) => ring.map(([lon, lat]) => [lat, lon])));
 }
 
+/** GeoJSON's [minLon, minLat, maxLon, maxLat] → Leaflet's [[south, west], [north, east]]. */
+const boundsOf = ([west, south, east, north]) => [
+  [south, west],
+  [north, east],
+];
+
+/** A machine of /telemetry/devices as the canvas draws it. */
+const machineMark = (device) => ({
+  latitude: device.latitude,
+  longitude: device.longitude,
+  count: 1,
+  tone: toneOf(device),
+  label: labelOf(device),
+  device,
+});
+
+/** A cell of /telemetry/devices/clusters as the canvas draws it (a machine when it holds one). */
+const cellMark = (cell) => ({
+  latitude: cell.latitude,
+  longitude: cell.longitude,
+  count: cell.count,
+  counts: cell.onlineStatusCounts,
+  bbox: cell.bbox,
+  tone: cell.device ? toneOf(cell.device) : 'muted',
+  label: cell.device ? labelOf(cell.device) : '',
+  device: cell.device,
+});
+
+function tally(devices) {
+  const counts = {};
+  for (const device of devices) counts[device.onlineStatus] = (counts[device.onlineStatus] ?? 0) + 1;
+  return counts;
+}
+
+function sumCounts(cells) {
+  const counts = {};
+  for (const cell of cells)
+    for (const [status, n] of Object.entries(cell.onlineStatusCounts)) counts[status] = (counts[status] ?? 0) + n;
+  return counts;
+}
+
 export function fleetPage() {
   const element = document.createElement('section');
   element.setAttribute('aria-labelledby', 'fleet-title');
   const state = {
-    devices: [],
+    /** What the map shows: clusters or machines, how many machines in view, by status. */
+    view: { mode: 'clusters', total: null, counts: {}, marks: [] },
+    list: { items: [], total: null, offset: 0, search: '', query: '', loaded: false },
     zones: [],
-    loaded: false,
     error: null,
     updatedAt: null,
     selected: null,
+    /** The machine picked, as /telemetry/devices lists it (refreshed with the map). */
+    device: null,
     detail: null,
     sessions: null,
     trail: null,
     trailRange: '1h',
     detailError: null,
-    search: '',
   };
   let L = null;
   let map = null;
-  let fitted = false;
-  const markers = new Map();
+  let machines = null;
+  let highlight = null;
   let zoneLayer = null;
   let trailLayer = null;
+  let fitted = false;
   const stops = [];
+  let mapPoll = null;
+  let listPoll = null;
   let detailStops = [];
 
   const draw = () => {
@@ -76,67 +135,144 @@ export function fleetPage() {
 
   async function createMap() {
     L = await import('../vendor/leaflet.js');
+    const { createMachineLayer } = await import('./machine-layer.js');
     const container = element.querySelector('.map');
-    map = L.map(container, { zoomControl: true, attributionControl: Boolean(tileUrl), keyboard: true, maxZoom: 20 });
-    map.setView([0, 0], 2);
+    map = L.map(container, {
+      zoomControl: true,
+      attributionControl: Boolean(tileUrl),
+      keyboard: true,
+      minZoom: 2,
+      maxZoom: 20,
+      // One world: the view never crosses the antimeridian, so its box is one box.
+      maxBounds: [
+        [-90, -180],
+        [90, 180],
+      ],
+      maxBoundsViscosity: 1,
+    });
+    map.setView([20, 0], 2);
     if (tileUrl) L.tileLayer(tileUrl, { attribution: escapeHtml(tileAttribution), maxZoom: 20 }).addTo(map);
     L.control.scale({ imperial: false }).addTo(map);
     zoneLayer = L.layerGroup().addTo(map);
     trailLayer = L.layerGroup().addTo(map);
-    map.on('click', () => select(null));
-    // Names next to every pin only once zoomed in enough for them not to pile up.
-    const labelsByZoom = () => container.classList.toggle('map-labels', map.getZoom() >= 16);
-    map.on('zoomend', labelsByZoom);
-    labelsByZoom();
-  }
-
-  function pinIcon(device) {
-    const selected = state.selected === device.id;
-    return L.divIcon({
-      className: `pin pin-${toneOf(device)}${selected ? ' pin-selected' : ''}`,
-      html: `<span class="pin-dot"></span><span class="pin-label">${escapeHtml(labelOf(device))}</span>`,
-      iconSize: null,
-      iconAnchor: [8, 8],
+    map.createPane('machines').classList.add('machines-pane');
+    machines = createMachineLayer(L, { pane: 'machines' }).addTo(map);
+    map.on('click', (event) => {
+      const mark = machines.markAt(event.containerPoint);
+      if (!mark) select(null);
+      else if (mark.device) select(mark.device);
+      else zoomInto(mark);
     });
+    map.on('mousemove', (event) => {
+      container.classList.toggle('map-over-mark', machines.markAt(event.containerPoint) !== null);
+    });
+    // A new view asks for its own marks at once.
+    map.on(
+      'moveend',
+      debounce(() => mapPoll?.now(), 100),
+    );
   }
 
-  function drawMarkers() {
-    const seen = new Set();
-    for (const device of state.devices) {
-      if (!hasPosition(device)) continue;
-      seen.add(device.id);
-      const position = [device.latitude, device.longitude];
-      let entry = markers.get(device.id);
-      const look = `${toneOf(device)}|${state.selected === device.id}|${labelOf(device)}`;
-      if (!entry) {
-        const marker = L.marker(position, {
-          icon: pinIcon(device),
-          keyboard: true,
-          title: `${labelOf(device)}: ${onlineStatus[device.onlineStatus]?.label ?? device.onlineStatus}`,
-          alt: labelOf(device),
-          riseOnHover: true,
-        }).addTo(map);
-        marker.on('click', () => select(device.id));
-        entry = { marker, look };
-        markers.set(device.id, entry);
-        marker.getElement()?.setAttribute('data-device-id', device.deviceId);
-      } else {
-        entry.marker.setLatLng(position);
-        if (entry.look !== look) {
-          entry.marker.setIcon(pinIcon(device));
-          entry.marker.getElement()?.setAttribute('data-device-id', device.deviceId);
-          entry.look = look;
-        }
-      }
-      entry.marker.setZIndexOffset(state.selected === device.id ? 1000 : 0);
-      const element = entry.marker.getElement();
-      if (element) element.dataset.lat = String(device.latitude);
+  /** A cluster clicked: the map zooms in to the box around its machines. */
+  function zoomInto(mark) {
+    const [west, south, east, north] = mark.bbox;
+    if (east - west < 1e-6 && north - south < 1e-6) map.setView([mark.latitude, mark.longitude], map.getZoom() + 3);
+    else map.fitBounds(boundsOf(mark.bbox), { padding: [40, 40], maxZoom: 19 });
+  }
+
+  /** The box and zoom shown, widened to whole micro-degrees so no machine on an edge falls out. */
+  function shownView() {
+    const bounds = map.getBounds();
+    const down = (value) => Math.floor(value * 1e6) / 1e6;
+    const up = (value) => Math.ceil(value * 1e6) / 1e6;
+    const west = Math.max(-180, down(bounds.getWest()));
+    const south = Math.max(-90, down(bounds.getSouth()));
+    const east = Math.min(180, up(bounds.getEast()));
+    const north = Math.min(90, up(bounds.getNorth()));
+    return { bbox: `${west},${south},${east},${north}`, zoom: Math.round(map.getZoom()) };
+  }
+
+  /**
+   * Clusters while many machines are in view; the machines themselves once the view is
+   * zoomed in and holds fewer than a page of them (the previous answer tells; a clusters
+   * answer that finds few asks for the machines at once).
+   */
+  async function marksOf({ bbox, zoom }) {
+    const few = (total) => zoom >= MACHINES_FROM_ZOOM && total !== null && total < MAX_MACHINES;
+    let clustered = null;
+    if (!few(state.view.total)) {
+      const body = await get('/telemetry/devices/clusters', { bbox, zoom });
+      clustered = {
+        mode: 'clusters',
+        total: body.total,
+        counts: sumCounts(body.cells),
+        marks: body.cells.map(cellMark),
+      };
+      if (!few(body.total)) return clustered;
     }
-    for (const [id, entry] of markers) {
-      if (!seen.has(id)) {
-        entry.marker.remove();
-        markers.delete(id);
-      }
+    const body = await get('/telemetry/devices', { bbox, limit: MAX_MACHINES });
+    if (body.items.length < MAX_MACHINES)
+      return {
+        mode: 'machines',
+        total: body.items.length,
+        counts: tally(body.items),
+        marks: body.items.map(machineMark),
+      };
+    // More than a page in view after all: clusters.
+    state.view.total = null;
+    return clustered ?? marksOf({ bbox, zoom });
+  }
+
+  function drawMarks() {
+    machines.setMarks(state.view.marks, { labels: map.getZoom() >= LABELS_FROM_ZOOM });
+    const container = element.querySelector('.map');
+    const { total, mode, marks } = state.view;
+    container.setAttribute(
+      'aria-label',
+      `Map of the fleet: ${count(total ?? 0)} machine${total === 1 ? '' : 's'} in view${
+        mode === 'clusters' && marks.some((mark) => mark.count > 1) ? `, in ${count(marks.length)} groups` : ''
+      }. Pick a machine in the list to see it here.`,
+    );
+    // What the canvas holds, for whoever checks it against the API (the tests do).
+    container.dataset.mode = mode;
+    container.dataset.shown = String(total ?? 0);
+    container.dataset.marks = String(marks.length);
+    drawHighlight();
+  }
+
+  /** The machine picked: a pin of its own over the canvas, focusable, named. */
+  function drawHighlight() {
+    const device = state.device;
+    if (!device || !hasPosition(device)) {
+      highlight?.remove();
+      highlight = null;
+      return;
+    }
+    const position = [device.latitude, device.longitude];
+    const look = `${toneOf(device)}|${labelOf(device)}|${device.deviceId}`;
+    if (!highlight || highlight.look !== look) {
+      highlight?.remove();
+      highlight = L.marker(position, {
+        icon: L.divIcon({
+          className: `pin pin-${toneOf(device)} pin-selected`,
+          html: `<span class="pin-dot"></span><span class="pin-label">${escapeHtml(labelOf(device))}</span>`,
+          iconSize: null,
+          iconAnchor: [8, 8],
+        }),
+        keyboard: true,
+        title: `${labelOf(device)}: ${onlineStatus[device.onlineStatus]?.label ?? device.onlineStatus} (selected)`,
+        alt: labelOf(device),
+        zIndexOffset: 1000,
+      }).addTo(map);
+      highlight.look = look;
+      highlight.getElement()?.setAttribute('data-device-id', device.deviceId);
+    } else {
+      highlight.setLatLng(position);
+    }
+    const pin = highlight.getElement();
+    if (pin) {
+      pin.dataset.lat = String(device.latitude);
+      pin.dataset.lon = String(device.longitude);
     }
   }
 
@@ -165,19 +301,26 @@ export function fleetPage() {
     }
   }
 
-  /** Frames the machines (or, before any has a position, the zones). */
-  function fit() {
-    const points = state.devices.filter(hasPosition).map((device) => [device.latitude, device.longitude]);
-    if (points.length === 0)
-      for (const zone of state.zones) for (const polygon of polygonsOf(zone.geometry)) points.push(...polygon[0]);
+  /**
+   * Frames every machine with a position (the box around them, from one clusters answer
+   * for the whole world), or, before any has one, the zones.
+   */
+  async function fit() {
+    const world = await get('/telemetry/devices/clusters', { zoom: 0 });
+    if (world.extent) {
+      map.fitBounds(boundsOf(world.extent), { padding: [48, 48], maxZoom: 18, animate: false });
+      return true;
+    }
+    const points = [];
+    for (const zone of state.zones) for (const polygon of polygonsOf(zone.geometry)) points.push(...polygon[0]);
     if (points.length === 0) return false;
-    map.fitBounds(L.latLngBounds(points), { padding: [48, 48], maxZoom: 18 });
+    map.fitBounds(L.latLngBounds(points), { padding: [48, 48], maxZoom: 18, animate: false });
     return true;
   }
 
   function drawTrail() {
     trailLayer.clearLayers();
-    const device = state.devices.find((candidate) => candidate.id === state.selected);
+    const device = state.device;
     if (!device || !state.trail) return;
     const points = state.trail.items.map((item) => [item.latitude, item.longitude]);
     if (hasPosition(device)) points.push([device.latitude, device.longitude]);
@@ -190,21 +333,45 @@ export function fleetPage() {
     );
   }
 
-  async function loadDevices() {
+  /** The machine picked, as the list has it now: its position moves the highlight. */
+  async function refreshSelected() {
+    const id = state.selected;
+    const body = await get('/telemetry/devices', { assetId: state.device.assetId, limit: 100 });
+    if (state.selected !== id) return;
+    state.device = body.items.find((device) => device.id === id) ?? state.device;
+  }
+
+  async function loadMap() {
+    await ensureMap();
     try {
-      const body = await getAll('/telemetry/devices');
-      state.devices = body.items;
+      if (!fitted) fitted = await fit();
+      const [marks] = await Promise.all([marksOf(shownView()), state.selected ? refreshSelected() : undefined]);
+      state.view = marks;
       state.error = null;
       state.updatedAt = Date.now();
-      state.loaded = true;
+    } catch (error) {
+      state.error = error;
+    }
+    drawMarks();
+    if (state.selected) drawTrail();
+    draw();
+  }
+
+  /** The query of the list as shown now. */
+  const listQuery = () => ({ q: state.list.query, limit: LIST_PAGE, offset: state.list.offset, total: true });
+
+  async function loadList() {
+    // The detail panel takes the list's place while a machine is picked.
+    if (state.selected && state.list.loaded) return;
+    const asked = listQuery();
+    try {
+      const body = await get('/telemetry/devices', asked);
+      if (JSON.stringify(asked) !== JSON.stringify(listQuery())) return;
+      Object.assign(state.list, { items: body.items, total: body.paging.total, loaded: true });
     } catch (error) {
       state.error = error;
     }
     draw();
-    await ensureMap();
-    drawMarkers();
-    if (!fitted) fitted = fit();
-    if (state.selected) drawTrail();
   }
 
   async function loadZones() {
@@ -215,13 +382,10 @@ export function fleetPage() {
     }
     await ensureMap();
     drawZones();
-    if (!fitted && state.loaded) fitted = fit();
   }
 
-  const selectedDevice = () => state.devices.find((device) => device.id === state.selected);
-
   async function loadDetail() {
-    const device = selectedDevice();
+    const device = state.device;
     if (!device) return;
     try {
       state.detail = await get(`/telemetry/assets/${device.assetId}/state`);
@@ -233,7 +397,7 @@ export function fleetPage() {
   }
 
   async function loadSessions() {
-    const device = selectedDevice();
+    const device = state.device;
     if (!device) return;
     const midnight = new Date();
     midnight.setHours(0, 0, 0, 0);
@@ -251,7 +415,7 @@ export function fleetPage() {
   }
 
   async function loadTrail() {
-    const device = selectedDevice();
+    const device = state.device;
     if (!device) return;
     const range = TRAILS[state.trailRange];
     try {
@@ -273,29 +437,54 @@ export function fleetPage() {
     detailStops = [];
   }
 
-  function select(id) {
-    if (state.selected === id) return;
+  /**
+   * Picks a machine (`device`: a row of /telemetry/devices, or the device of a map cell,
+   * which the next refresh completes) or, with null, goes back to the list.
+   */
+  function select(device) {
+    if (state.selected === (device?.id ?? null)) return;
     stopDetail();
-    Object.assign(state, { selected: id, detail: null, sessions: null, trail: null, detailError: null });
+    Object.assign(state, {
+      selected: device?.id ?? null,
+      device,
+      detail: null,
+      sessions: null,
+      trail: null,
+      detailError: null,
+    });
     draw();
     if (map) {
-      drawMarkers();
+      drawHighlight();
       trailLayer.clearLayers();
     }
-    if (!id) return;
-    const device = selectedDevice();
+    if (!device) {
+      listPoll?.now();
+      return;
+    }
     // Brought into view only when it is out of it: the rest of the fleet stays where it was.
-    if (device && hasPosition(device) && map && !map.getBounds().contains([device.latitude, device.longitude]))
+    if (hasPosition(device) && map && !map.getBounds().contains([device.latitude, device.longitude]))
       map.panTo([device.latitude, device.longitude]);
     detailStops = [poll(loadDetail, DETAIL_MS), poll(loadSessions, 30_000), poll(loadTrail, TRAIL_MS)];
+    mapPoll?.now();
     element.querySelector('.detail h2')?.focus();
   }
+
+  const searchLater = debounce(() => {
+    state.list.query = state.list.search.trim();
+    state.list.offset = 0;
+    listPoll?.now();
+  }, SEARCH_DELAY_MS);
 
   const actions = {
     select,
     search(value) {
-      state.search = value;
+      state.list.search = value;
       draw();
+      searchLater();
+    },
+    page(offset) {
+      state.list.offset = offset;
+      listPoll?.now();
     },
     trailRange(value) {
       state.trailRange = value;
@@ -304,7 +493,11 @@ export function fleetPage() {
       void loadTrail();
     },
     recentre() {
-      if (map) fit();
+      if (map)
+        void fit().catch((error) => {
+          state.error = error;
+          draw();
+        });
     },
   };
 
@@ -312,12 +505,20 @@ export function fleetPage() {
   return {
     element,
     start() {
-      stops.push(poll(loadDevices, DEVICES_MS), poll(loadZones, ZONES_MS));
-      if (state.selected) select(state.selected);
+      mapPoll = poll(loadMap, DEVICES_MS);
+      listPoll = poll(loadList, LIST_MS);
+      stops.push(mapPoll, listPoll, poll(loadZones, ZONES_MS));
+      if (state.device) {
+        const device = state.device;
+        state.selected = null;
+        select(device);
+      }
       requestAnimationFrame(() => map?.invalidateSize());
     },
     stop() {
       for (const stop of stops.splice(0)) stop();
+      mapPoll = null;
+      listPoll = null;
       stopDetail();
     },
   };
@@ -329,6 +530,7 @@ function legend() {
       ([, status]) =>
         html`<li><span class="swatch swatch-${status.tone}" aria-hidden="true"></span>${status.label}</li>`,
     )}
+    <li><span class="swatch swatch-cluster" aria-hidden="true"></span>Group of machines (click to zoom in)</li>
     <li><span class="swatch swatch-zone-forbidden" aria-hidden="true"></span>Forbidden zone</li>
     <li><span class="swatch swatch-zone-allowed" aria-hidden="true"></span>Allowed zone</li>
   </ul>`;
@@ -340,29 +542,18 @@ function statusBadge(device) {
 }
 
 function deviceList(state, actions) {
-  const search = state.search.trim().toLowerCase();
-  const devices = state.devices.filter(
-    (device) =>
-      !search ||
-      [device.assetName, device.assetDisplayCode, device.deviceId, device.lastIdentifier].some((text) =>
-        text?.toLowerCase().includes(search),
-      ),
-  );
-  const counts = {};
-  for (const device of state.devices) counts[device.onlineStatus] = (counts[device.onlineStatus] ?? 0) + 1;
+  const { list } = state;
   return html`<div class="panel-head">
-      <h2 id="fleet-list">Machines <span class="muted">${state.devices.length}</span></h2>
-      <p class="muted small">${Object.entries(counts)
-        .map(([status, n]) => `${n} ${onlineStatus[status]?.label.toLowerCase() ?? status}`)
-        .join(' · ')}</p>
+      <h2 id="fleet-list">Machines <span class="muted">${list.loaded && !list.query ? count(list.total) : nothing}</span></h2>
       <label class="search"><span class="visually-hidden">Search machines</span>
-        <input type="search" placeholder="Search machine, device or operator" .value=${state.search}
+        <input type="search" placeholder="Search machine, identifier or device" .value=${list.search}
           @input=${(event) => actions.search(event.target.value)}></label>
+      ${list.loaded ? pager({ offset: list.offset, limit: LIST_PAGE, total: list.total, shown: list.items.length, noun: list.query ? 'matching' : 'machines', go: actions.page }) : nothing}
     </div>
     <ul class="device-list" aria-labelledby="fleet-list">
-      ${devices.map(
+      ${list.items.map(
         (device) => html`<li>
-          <button type="button" class="device-row" data-device-id=${device.deviceId} @click=${() => actions.select(device.id)}>
+          <button type="button" class="device-row" data-device-id=${device.deviceId} @click=${() => actions.select(device)}>
             <span class="dot dot-${onlineStatus[device.onlineStatus]?.tone ?? 'muted'}" aria-hidden="true"></span>
             <span class="device-main">
               <span class="strong">${device.assetName}</span>
@@ -375,7 +566,7 @@ function deviceList(state, actions) {
           </button>
         </li>`,
       )}
-      ${devices.length === 0 ? html`<li class="empty">${state.loaded ? 'No machine matches.' : 'Loading…'}</li>` : nothing}
+      ${list.items.length === 0 ? html`<li class="empty">${list.loaded ? 'No machine matches.' : 'Loading…'}</li>` : nothing}
     </ul>`;
 }
 
@@ -384,7 +575,7 @@ function fact(label, value) {
 }
 
 function detailPanel(state, actions) {
-  const device = state.devices.find((candidate) => candidate.id === state.selected);
+  const device = state.device;
   if (!device) return nothing;
   const s = state.detail?.state ?? null;
   const position = s?.position;
@@ -457,11 +648,20 @@ function detailPanel(state, actions) {
   </div>`;
 }
 
+/** " · 9,876 in view (9,500 online, 376 silent)": what the map shows, by status. */
+function inView({ total, counts }) {
+  if (total === null) return '';
+  const parts = Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([status, n]) => `${count(n)} ${onlineStatus[status]?.label.toLowerCase() ?? status}`);
+  return ` · ${count(total)} in view${parts.length ? ` (${parts.join(', ')})` : ''}`;
+}
+
 function view(state, actions) {
   return html`<div class="page-head">
       <div>
         <h1 id="fleet-title">Fleet</h1>
-        <p class="muted">Last known positions${state.updatedAt ? html` · updated ${time(state.updatedAt)}` : nothing} · moves live every ${DEVICES_MS / 1000} s</p>
+        <p class="muted">Last known positions${inView(state.view)}${state.updatedAt ? html` · updated ${time(state.updatedAt)}` : nothing} · moves live every ${DEVICES_MS / 1000} s</p>
       </div>
       <div class="controls">
         <button type="button" class="button" @click=${actions.recentre}>Fit to fleet</button>

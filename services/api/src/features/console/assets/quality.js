@@ -1,20 +1,68 @@
-// Data quality (GET /telemetry/data-quality): summary tiles, one row per device, the
-// message types and the latest errors with their payloads, refreshed every few seconds.
+// Data quality (GET /telemetry/data-quality): summary tiles, a page of the devices that
+// need attention (or of one status, or of all), the message types and the latest errors
+// with their payloads, refreshed every few seconds. The API filters, searches and pages,
+// so a refresh carries one page whatever the size of the fleet; `summary` and
+// `messageTypes` still cover every device in scope.
 import { html, nothing, render } from '../vendor/lit-html.js';
-import { get, poll } from './api.js';
+import { debounce, get, poll } from './api.js';
 import { ago, count, errorText, percent, qualityTone, time, when } from './format.js';
+import { pager } from './pager.js';
 
 const REFRESH_MS = 5000;
+const PAGE = 100;
+const SEARCH_DELAY_MS = 300;
+
+/** What the table can show: the statuses sent as `status`, and the summary field that counts them. */
+const FILTERS = [
+  { id: 'attention', label: 'Needs attention', statuses: 'errors,offline,silent,poor_gps,delayed' },
+  { id: 'errors', label: 'High error rate', statuses: 'errors', counted: 'errorAssets' },
+  { id: 'offline', label: 'Offline', statuses: 'offline', counted: 'offlineAssets' },
+  { id: 'silent', label: 'Silent', statuses: 'silent', counted: 'silentAssets' },
+  { id: 'poor_gps', label: 'Poor GPS', statuses: 'poor_gps', counted: 'poorGpsAssets' },
+  { id: 'delayed', label: 'Delayed data', statuses: 'delayed', counted: 'delayedAssets' },
+  { id: 'ok', label: 'OK', statuses: 'ok' },
+  { id: 'disabled', label: 'Disabled', statuses: 'disabled' },
+  { id: 'all', label: 'All' },
+];
+
+/** Devices needing attention: every status but ok and disabled. */
+function attentionCount(summary) {
+  return (
+    summary.delayedAssets + summary.silentAssets + summary.offlineAssets + summary.errorAssets + summary.poorGpsAssets
+  );
+}
+
+/** The count a filter button shows: the summary's where it has one; the table's own total for the filter shown. */
+function filterCount(filter, state) {
+  const summary = state.data?.summary;
+  if (!summary) return null;
+  if (filter.id === 'attention') return attentionCount(summary);
+  if (filter.counted) return summary[filter.counted];
+  if (filter.id === state.filter && !state.query) return state.data.paging?.total ?? null;
+  return null;
+}
 
 export function qualityPage() {
   const element = document.createElement('section');
   element.setAttribute('aria-labelledby', 'quality-title');
-  const state = { data: null, error: null, filter: 'all', search: '', updatedAt: null };
+  const state = { data: null, error: null, filter: 'attention', search: '', query: '', offset: 0, updatedAt: null };
   let stop = null;
 
+  /** The query of what the page shows now. */
+  const query = () => ({
+    status: FILTERS.find((filter) => filter.id === state.filter).statuses,
+    q: state.query,
+    limit: PAGE,
+    offset: state.offset,
+  });
+
   const load = async () => {
+    const asked = query();
     try {
-      state.data = await get('/telemetry/data-quality');
+      const body = await get('/telemetry/data-quality', asked);
+      // Asked before a filter, search or page changed: the run queued behind this one asks again.
+      if (JSON.stringify(asked) !== JSON.stringify(query())) return;
+      state.data = body;
       state.error = null;
       state.updatedAt = Date.now();
     } catch (error) {
@@ -23,7 +71,31 @@ export function qualityPage() {
     draw();
   };
 
-  const draw = () => render(view(state, draw), element);
+  const reload = () => stop?.now();
+  const searchLater = debounce(() => {
+    state.query = state.search.trim();
+    state.offset = 0;
+    reload();
+  }, SEARCH_DELAY_MS);
+
+  const actions = {
+    filter(id) {
+      Object.assign(state, { filter: id, offset: 0 });
+      draw();
+      reload();
+    },
+    search(value) {
+      state.search = value;
+      draw();
+      searchLater();
+    },
+    page(offset) {
+      state.offset = offset;
+      reload();
+    },
+  };
+
+  const draw = () => render(view(state, actions), element);
   draw();
   return {
     element,
@@ -51,8 +123,7 @@ function scoreTone(score) {
 }
 
 function summaryTiles(summary) {
-  const attention =
-    summary.delayedAssets + summary.silentAssets + summary.offlineAssets + summary.errorAssets + summary.poorGpsAssets;
+  const attention = attentionCount(summary);
   return html`<div class="tiles">
     ${tile(
       'Quality score',
@@ -72,48 +143,30 @@ function statusBadge(entry) {
   return html`<span class="badge badge-${qualityTone[entry.status] ?? 'muted'}">${entry.statusLabel || entry.status}</span>`;
 }
 
-/** Worst first: the devices someone should look at head the table. */
-const SEVERITY = ['errors', 'offline', 'silent', 'poor_gps', 'delayed', 'disabled', 'ok'];
-const severity = (entry) => {
-  const rank = SEVERITY.indexOf(entry.status);
-  return rank === -1 ? SEVERITY.length : rank;
-};
-
-function deviceRows(state) {
-  const search = state.search.trim().toLowerCase();
-  const rows = state.data.assets.filter((entry) => {
-    if (state.filter === 'attention' && entry.status === 'ok') return false;
-    if (!search) return true;
-    return [entry.name, entry.identifier, entry.displayCode, entry.deviceId].some((text) =>
-      text?.toLowerCase().includes(search),
-    );
-  });
-  return rows.sort((a, b) => severity(a) - severity(b) || a.name.localeCompare(b.name));
-}
-
-function devicesTable(state, draw) {
-  const rows = deviceRows(state);
-  const attention = state.data.assets.filter((entry) => entry.status !== 'ok').length;
+function devicesTable(state, actions) {
+  const { data } = state;
+  const rows = data.assets;
+  const filter = FILTERS.find((candidate) => candidate.id === state.filter);
+  const paging = data.paging ?? { limit: PAGE, offset: 0, total: rows.length };
   return html`<section class="card" aria-labelledby="quality-devices">
     <div class="card-head">
       <h2 id="quality-devices">Devices</h2>
       <div class="controls">
-        <div class="segmented" role="group" aria-label="Show">
-          <button type="button" aria-pressed=${state.filter === 'all'} @click=${() => {
-            state.filter = 'all';
-            draw();
-          }}>All <span class="muted">${state.data.assets.length}</span></button>
-          <button type="button" aria-pressed=${state.filter === 'attention'} @click=${() => {
-            state.filter = 'attention';
-            draw();
-          }}>Needs attention <span class="muted">${attention}</span></button>
-        </div>
-        <label class="search"><span class="visually-hidden">Search devices</span>
-          <input type="search" placeholder="Search asset or device" .value=${state.search} @input=${(event) => {
-            state.search = event.target.value;
-            draw();
-          }}></label>
+        <label class="search"><span class="visually-hidden">Search devices by name, identifier or device id</span>
+          <input type="search" placeholder="Search name, identifier or device id" .value=${state.search}
+            @input=${(event) => actions.search(event.target.value)}></label>
       </div>
+    </div>
+    <div class="filters" role="group" aria-label="Show">
+      ${FILTERS.map((candidate) => {
+        const n = filterCount(candidate, state);
+        return html`<button type="button" class="chip" data-filter=${candidate.id} aria-pressed=${state.filter === candidate.id}
+          @click=${() => actions.filter(candidate.id)}>${candidate.label}${n === null ? nothing : html` <span class="muted">${count(n)}</span>`}</button>`;
+      })}
+    </div>
+    <div class="table-head">
+      ${pager({ ...paging, shown: rows.length, noun: 'devices', go: actions.page })}
+      <span class="muted small">By asset name${state.query ? html` · matching “${state.query}”` : nothing}</span>
     </div>
     <div class="table-wrap">
       <table>
@@ -125,7 +178,7 @@ function devicesTable(state, draw) {
         <tbody>
           ${rows.map(
             (entry) => html`<tr>
-              <th scope="row"><span class="strong">${entry.name}</span><span class="sub">${entry.assetTypeName || entry.identifier}</span></th>
+              <th scope="row"><span class="strong">${entry.name}</span><span class="sub">${entry.identifier}${entry.assetTypeName ? ` · ${entry.assetTypeName}` : ''}</span></th>
               <td><code>${entry.deviceId}</code></td>
               <td>${statusBadge(entry)}</td>
               <td class="notes">${entry.notes.length ? entry.notes.join('; ') : html`<span class="muted">—</span>`}</td>
@@ -135,11 +188,21 @@ function devicesTable(state, draw) {
               <td title=${when(entry.lastSeenAt)}>${ago(entry.lastSeenAt)}</td>
             </tr>`,
           )}
-          ${rows.length === 0 ? html`<tr><td colspan="8" class="empty">No device matches.</td></tr>` : nothing}
+          ${rows.length === 0 ? html`<tr><td colspan="8" class="empty">${emptyText(state, filter, actions)}</td></tr>` : nothing}
         </tbody>
       </table>
     </div>
   </section>`;
+}
+
+function emptyText(state, filter, actions) {
+  const showAll =
+    state.filter === 'all'
+      ? nothing
+      : html` <button type="button" class="button small" @click=${() => actions.filter('all')}>Show all devices</button>`;
+  if (state.query) return html`No device in “${filter.label}” matches “${state.query}”.${showAll}`;
+  if (state.filter === 'attention') return html`No device needs attention.${showAll}`;
+  return html`No device in “${filter.label}”.${showAll}`;
 }
 
 function messageTypesTable(types) {
@@ -189,7 +252,7 @@ function recentErrors(errors) {
   </section>`;
 }
 
-function view(state, draw) {
+function view(state, actions) {
   const { data } = state;
   return html`<div class="page-head">
       <div>
@@ -210,7 +273,7 @@ function view(state, draw) {
         : data.capabilityState === 'not_configured'
           ? html`<p class="banner">No device is registered for the assets this key sees.</p>`
           : html`${summaryTiles(data.summary)}
-            ${devicesTable(state, draw)}
+            ${devicesTable(state, actions)}
             <div class="columns">${messageTypesTable(data.messageTypes)} ${recentErrors(data.recentErrors)}</div>`
     }`;
 }

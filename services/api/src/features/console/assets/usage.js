@@ -3,6 +3,7 @@
 // table, and CSV/XLSX downloads from the export endpoints.
 import { html, nothing, render } from '../vendor/lit-html.js';
 import { download, getAll, poll } from './api.js';
+import { assetPicker } from './asset-picker.js';
 import { count, day, errorText, hours, km, percent, time, utcDate, when } from './format.js';
 
 const REFRESH_MS = 60_000;
@@ -51,9 +52,9 @@ export function usagePage() {
     preset: '24h',
     bucket: 'hour',
     assetId: '',
+    assetName: '',
     from: utcDate(Date.now() - 6 * DAY_MS),
     to: today,
-    assets: [],
     data: null,
     error: null,
     loading: false,
@@ -67,19 +68,7 @@ export function usagePage() {
   let resizeObserver = null;
 
   const draw = () => render(view(state, actions), element);
-
-  async function loadAssets() {
-    try {
-      const devices = await getAll('/telemetry/devices');
-      const byId = new Map();
-      for (const device of devices.items) byId.set(device.assetId, device.assetName);
-      state.assets = [...byId].map(([id, name]) => ({ id, name })).sort((a, b) => a.name.localeCompare(b.name));
-      draw();
-    } catch (error) {
-      state.error = error;
-      draw();
-    }
-  }
+  const picker = assetPicker({ id: 'usage-asset', onPick: (asset) => actions.asset(asset), draw });
 
   async function load() {
     state.loading = true;
@@ -235,8 +224,9 @@ export function usagePage() {
       state.bucket = value;
       void load();
     },
-    asset(value) {
-      state.assetId = value;
+    asset(asset) {
+      state.assetId = asset?.id ?? '';
+      state.assetName = asset?.name ?? '';
       void load();
     },
     range(field, value) {
@@ -244,13 +234,13 @@ export function usagePage() {
       if (state.from && state.to && state.from <= state.to) void load();
     },
     exportFile,
+    picker,
   };
 
   draw();
   return {
     element,
     start() {
-      if (state.assets.length === 0) void loadAssets();
       stop = poll(load, REFRESH_MS);
     },
     stop() {
@@ -291,12 +281,7 @@ function controls(state, actions) {
       <button type="button" aria-pressed=${state.bucket === 'hour'} @click=${() => actions.bucket('hour')}>By hour</button>
       <button type="button" aria-pressed=${state.bucket === 'day'} @click=${() => actions.bucket('day')}>By day</button>
     </div>
-    <label>Scope
-      <select @change=${(event) => actions.asset(event.target.value)}>
-        <option value="" ?selected=${!state.assetId}>Whole fleet</option>
-        ${state.assets.map((asset) => html`<option value=${asset.id} ?selected=${state.assetId === asset.id}>${asset.name}</option>`)}
-      </select>
-    </label>
+    ${actions.picker.view()}
   </div>`;
 }
 
@@ -357,7 +342,7 @@ function view(state, actions) {
   return html`<div class="page-head">
       <div>
         <h1 id="usage-title">Utilization and container work</h1>
-        <p class="muted">${state.assetId ? (state.assets.find((asset) => asset.id === state.assetId)?.name ?? 'One asset') : 'Whole fleet'} ·
+        <p class="muted">${state.assetId ? state.assetName : 'Whole fleet'} ·
           ${PRESETS[state.preset].label.toLowerCase()} by ${state.bucket}${state.updatedAt ? html` · updated ${time(state.updatedAt)}` : nothing}</p>
       </div>
       ${state.loading ? html`<span class="muted small" role="status">Loading…</span>` : nothing}
