@@ -152,6 +152,8 @@ type SummaryField = (typeof summaryFields)[number][0];
 const counted = counterWindowColumns;
 const messageColumns = deviceMessageTypes.map((type) => `${type}_messages`);
 const readingColumns = readingTypes.map((type) => `${type}_readings`);
+/** The per-device numbers the summary, the message types and every entry need. */
+const figureColumns = [...counted, 'message_count', 'error_messages', 'rejected_messages', 'silver_events'];
 
 /**
  * `part / whole × 100` rounded to 2 places in float8, 0 when the whole is 0: `percent` of
@@ -233,10 +235,16 @@ export function dataQualityStatement(
        -- Whether the window holds this range's closed hours: the range is the window and the hour after it.
        SELECT coalesce((SELECT w.window_start = ${from} AND ${to} = ${from} + INTERVAL '${COUNTER_WINDOW_HOURS + 1} hours'
                           FROM device_counts_window_start w), false) AS yes
-     ), counts AS MATERIALIZED (
+     ), hourly AS MATERIALIZED (
+       -- Any other range (or the window not yet moved on): the hourly rows. Run only when
+       -- read, and read only behind the one-time test below.
+       SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
+         FROM device_counts_hourly c
+        WHERE ${ofCounters} AND c.bucket >= ${from} AND c.bucket < ${to}
+        GROUP BY c.device_id
+     ), counts AS (
        -- Per device, its counts over the hours: the window's row and the open hour's
-       -- (integers summed: bigint, not numeric), or else the hourly rows. Each branch runs
-       -- only if its one-time test lets it.
+       -- (integers summed: bigint, not numeric), or else the hourly rows.
        SELECT coalesce(w.device_id, h.device_id) AS device_id,
               ${counted.map((column) => `coalesce(w.${column}, 0) + coalesce(h.${column}, 0) AS ${column}`).join(', ')}
          FROM (SELECT c.device_id, ${counted.map((column) => `c.${column}`).join(', ')} FROM device_counts_window c
@@ -246,10 +254,7 @@ export function dataQualityStatement(
                      WHERE (SELECT yes FROM windowed) AND ${ofCounters} AND c.bucket = ${to} - INTERVAL '1 hour'
                      GROUP BY c.device_id) h ON h.device_id = w.device_id
        UNION ALL
-       SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
-         FROM device_counts_hourly c
-        WHERE NOT (SELECT yes FROM windowed) AND ${ofCounters} AND c.bucket >= ${from} AND c.bucket < ${to}
-        GROUP BY c.device_id
+       SELECT * FROM hourly WHERE NOT (SELECT yes FROM windowed)
      ), errors AS MATERIALIZED (
        -- Messages with an error per device and topic type, and the rejected among them
        -- (message_errors_hourly: every rejected or partly stored message of a known device).
@@ -264,40 +269,37 @@ export function dataQualityStatement(
               coalesce(sum(errors) FILTER (WHERE message_type <> ALL (${params.add([...deviceMessageTypes], 'text[]')})), 0) AS other
          FROM errors GROUP BY device_id
      ), tallied AS (
-       -- Each device in scope with its counts (OFFSET 0: computed once, not again at every reference).
        SELECT d.id, d.device_id, d.enabled, ${onlineStatusSql(rules)} AS online_status, a.id AS asset_id, a.name,
-              a.identifier, s.last_seen_at IS NOT NULL AS seen, n.*
+              a.identifier, s.last_seen_at IS NOT NULL AS seen,
+              ${counted.map((column) => `coalesce(c.${column}, 0) AS ${column}`).join(', ')},
+              coalesce(${messageColumns.map((column) => `c.${column}`).join(' + ')}, 0) + coalesce(e.other, 0) AS message_count,
+              coalesce(e.errors, 0) AS error_messages, coalesce(e.rejected, 0) AS rejected_messages,
+              coalesce(${readingColumns.map((column) => `c.${column}`).join(' + ')}, 0) AS silver_events
          FROM devices d
          JOIN assets a ON a.id = d.asset_id
          LEFT JOIN device_state s ON s.device_id = d.id AND s.tenant_id = ${tenant}
          LEFT JOIN counts c ON c.device_id = d.id
          LEFT JOIN device_errors e ON e.device_id = d.id
-        CROSS JOIN LATERAL (
-          SELECT ${counted.map((column) => `coalesce(c.${column}, 0) AS ${column}`).join(', ')},
-                 coalesce(e.errors, 0) AS error_messages, coalesce(e.rejected, 0) AS rejected_messages, coalesce(e.other, 0) AS other_messages
-          OFFSET 0) n
         WHERE d.tenant_id = ${tenant} AND ${inScope}
      ), figures AS MATERIALIZED (
-       SELECT t.*, ${messageColumns.map((column) => `t.${column}`).join(' + ')} + t.other_messages AS message_count,
-              ${readingColumns.map((column) => `t.${column}`).join(' + ')} AS silver_events
-         FROM tallied t
-     ), assessed AS MATERIALIZED (
-       -- The status: the first that applies.
-       SELECT f.*, CASE WHEN NOT f.enabled THEN 'disabled'
-                        WHEN f.online_status IN ('offline', 'unknown') THEN 'offline'
-                        WHEN f.online_status = 'silent' THEN 'silent'
-                        WHEN ${flags.manyErrors('f')} THEN 'errors'
-                        WHEN ${flags.poorGps('f')} THEN 'poor_gps'
-                        WHEN ${flags.delayed('f')} THEN 'delayed'
+       -- Each device in scope with its counts and its status, the first that applies.
+       SELECT t.id, t.device_id, t.enabled, t.online_status, t.asset_id, t.name, t.identifier, t.seen,
+              ${figureColumns.map((column) => `t.${column}`).join(', ')},
+              CASE WHEN NOT t.enabled THEN 'disabled'
+                        WHEN t.online_status IN ('offline', 'unknown') THEN 'offline'
+                        WHEN t.online_status = 'silent' THEN 'silent'
+                        WHEN ${flags.manyErrors('t')} THEN 'errors'
+                        WHEN ${flags.poorGps('t')} THEN 'poor_gps'
+                        WHEN ${flags.delayed('t')} THEN 'delayed'
                         ELSE 'ok' END AS status
-         FROM figures f
+         FROM tallied t
      ), chosen AS (
        -- The entries asked for, with their asset's and state's fields and their percentages.
        SELECT f.*, a.display_code, coalesce(ty.name, '') AS asset_type_name, st.last_seen_at, st.adc_ts, st.position_ts,
               st.heartbeat_ts, st.imu_ts, ${rates.errorRate('f')} AS error_rate, ${rates.gpsOkPercent('f')} AS gps_ok_percent,
               f.message_count - f.rejected_messages AS parsed_messages, ${flags.manyErrors('f')} AS many_errors,
               ${flags.poorGps('f')} AS poor_gps, ${flags.delayed('f')} AS delayed
-         FROM (SELECT * FROM assessed WHERE ${selected} ORDER BY name, asset_id, device_id${page}) f
+         FROM (SELECT * FROM figures WHERE ${selected} ORDER BY name, asset_id, device_id${page}) f
          JOIN assets a ON a.id = f.asset_id
          LEFT JOIN asset_types ty ON ty.id = a.asset_type_id
          LEFT JOIN device_state st ON st.device_id = f.id
@@ -311,11 +313,11 @@ export function dataQualityStatement(
                 `coalesce(sum(${column}), 0)`,
               ]),
               `count(*) FILTER (WHERE ${selected})`,
-            ].join(', ')}) FROM assessed) AS summary,
+            ].join(', ')}) FROM figures) AS summary,
             (SELECT coalesce(json_agg(json_build_array(message_type, devices, errors, rejected)), '[]')
                FROM (SELECT e.message_type, count(*) FILTER (WHERE e.errors > 0) AS devices, sum(e.errors) AS errors,
                             sum(e.rejected) AS rejected
-                       FROM errors e WHERE e.device_id IN (SELECT id FROM assessed) GROUP BY e.message_type) x) AS "typeErrors",
+                       FROM errors e WHERE e.device_id IN (SELECT id FROM figures) GROUP BY e.message_type) x) AS "typeErrors",
             (SELECT json_agg(json_build_array(${entryFields.map(([, sql]) => sql).join(', ')}) ORDER BY name, asset_id, device_id)
                FROM chosen) AS entries,
             (SELECT coalesce(json_agg(json_build_array(
@@ -330,7 +332,7 @@ export function dataQualityStatement(
                         AND m.status IN ('rejected', 'partial')
                         AND m.received_at >= ${from}
                         AND m.received_at < ${to}
-                        AND m.device_id IN (SELECT id FROM assessed)
+                        AND m.device_id IN (SELECT id FROM figures)
                       ORDER BY m.received_at DESC, m.id DESC
                       LIMIT ${dataQualityRules.recentErrors}) AS e) AS "recentErrors"`.replaceAll(
       /epoch_ms\((\w+)\)/g,
