@@ -2,7 +2,7 @@ import { deviceMessageTypes, readingTypes } from '@gantry/contracts';
 import { COUNTER_WINDOW_HOURS, counterWindowColumns, dataAsOfSql, type Queryable } from '@gantry/db';
 import { isoTextSql } from '../../http/export.ts';
 import type { ResolvedRange } from '../../http/query.ts';
-import { wholeHours, type HourRange } from './counts.repository.ts';
+import { HOUR_MS, wholeHours, type HourRange } from './counts.repository.ts';
 import { dataQualityStatuses, type DataQualityStatus } from './schemas.ts';
 import { assetScopeCondition, percent, round, SqlParams, type TelemetryScope } from './sql.ts';
 import { onlineStatusSql, type StatusRules } from './status.ts';
@@ -83,6 +83,8 @@ interface EntryRow {
 /** What the statement gives: one row, its lists as JSON PostgreSQL builds. */
 interface DataQualityRead {
   at: Date;
+  /** Whether the counts read cover the hours asked for (the counter window may not yet have moved on). */
+  countsHeld: boolean;
   totalAssets: number;
   /**
    * summaryFields' values; then per known message type (deviceMessageTypes order) the
@@ -187,6 +189,7 @@ export function dataQualityStatement(
   assetId: string | undefined,
   rules: StatusRules,
   view: DataQualityView = {},
+  fromWindow = false,
 ): { text: string; values: unknown[] } {
   const params = new SqlParams();
   const conditions = [assetScopeCondition(params, scope)];
@@ -231,30 +234,24 @@ export function dataQualityStatement(
     : '';
   return {
     text: `/* api:dataQuality */
-     WITH windowed AS MATERIALIZED (
-       -- Whether the window holds this range's closed hours: the range is the window and the hour after it.
-       SELECT coalesce((SELECT w.window_start = ${from} AND ${to} = ${from} + INTERVAL '${COUNTER_WINDOW_HOURS + 1} hours'
-                          FROM device_counts_window_start w), false) AS yes
-     ), hourly AS MATERIALIZED (
-       -- Any other range (or the window not yet moved on): the hourly rows. Run only when
-       -- read, and read only behind the one-time test below.
-       SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
-         FROM device_counts_hourly c
-        WHERE ${ofCounters} AND c.bucket >= ${from} AND c.bucket < ${to}
-        GROUP BY c.device_id
-     ), counts AS (
-       -- Per device, its counts over the hours: the window's row and the open hour's
-       -- (integers summed: bigint, not numeric), or else the hourly rows.
+     WITH counts AS MATERIALIZED (
+       ${
+         fromWindow
+           ? `-- Per device, the window's row and the open hour's (integers summed: bigint, not numeric).
        SELECT coalesce(w.device_id, h.device_id) AS device_id,
               ${counted.map((column) => `coalesce(w.${column}, 0) + coalesce(h.${column}, 0) AS ${column}`).join(', ')}
          FROM (SELECT c.device_id, ${counted.map((column) => `c.${column}`).join(', ')} FROM device_counts_window c
-                WHERE (SELECT yes FROM windowed) AND ${ofCounters}) w
+                WHERE ${ofCounters}) w
          FULL JOIN (SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
                       FROM device_counts_hourly c
-                     WHERE (SELECT yes FROM windowed) AND ${ofCounters} AND c.bucket = ${to} - INTERVAL '1 hour'
-                     GROUP BY c.device_id) h ON h.device_id = w.device_id
-       UNION ALL
-       SELECT * FROM hourly WHERE NOT (SELECT yes FROM windowed)
+                     WHERE ${ofCounters} AND c.bucket = ${to} - INTERVAL '1 hour'
+                     GROUP BY c.device_id) h ON h.device_id = w.device_id`
+           : `-- Per device, the hourly rows.
+       SELECT c.device_id, ${counted.map((column) => `sum(c.${column})::bigint AS ${column}`).join(', ')}
+         FROM device_counts_hourly c
+        WHERE ${ofCounters} AND c.bucket >= ${from} AND c.bucket < ${to}
+        GROUP BY c.device_id`
+       }
      ), errors AS MATERIALIZED (
        -- Messages with an error per device and topic type, and the rejected among them
        -- (message_errors_hourly: every rejected or partly stored message of a known device).
@@ -305,6 +302,9 @@ export function dataQualityStatement(
          LEFT JOIN device_state st ON st.device_id = f.id
      )
      SELECT ${dataAsOfSql('statement_timestamp()')} AS at,
+            ${
+              fromWindow ? `coalesce((SELECT window_start = ${from} FROM device_counts_window_start), false)` : 'true'
+            } AS "countsHeld",
             (SELECT count(*)::int FROM assets a WHERE ${inScope}) AS "totalAssets",
             (SELECT json_build_array(${[
               ...summaryFields.map(([, sql]) => `coalesce(${sql}, 0)`),
@@ -484,8 +484,16 @@ export async function readDataQuality(
   view: DataQualityView = {},
 ) {
   const hours = wholeHours(range);
-  const { text, values } = dataQualityStatement(scope, hours, assetId, rules, view);
-  const read = (await pool.query<DataQualityRead>(text, values)).rows[0]!;
+  const ask = async (fromWindow: boolean) => {
+    const { text, values } = dataQualityStatement(scope, hours, assetId, rules, view, fromWindow);
+    return (await pool.query<DataQualityRead>(text, values)).rows[0]!;
+  };
+  // The default range (the open hour and the 24 before it) from the counter window; the
+  // statement says whether the window held those hours when it read it (not in the seconds
+  // after an hour closed, before the worker moved it on), and otherwise the hourly rows answer.
+  const windowShaped = hours.to.getTime() - hours.from.getTime() === (COUNTER_WINDOW_HOURS + 1) * HOUR_MS;
+  let read = windowShaped ? await ask(true) : null;
+  if (!read?.countsHeld) read = await ask(false);
   const summed = Object.fromEntries(
     summaryFields.map(([name], index) => [name, Number(read.summary[index])]),
   ) as Record<SummaryField, number>;
