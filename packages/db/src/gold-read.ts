@@ -29,20 +29,19 @@ interface CoverageRow {
 /**
  * The coverage of a gold relation, truthful in both storage modes. The worker records how
  * far it has applied the invalidation log (every bucket before that matches the source,
- * buckets without data being absent); TimescaleDB mode also reads the continuous
- * aggregate's own watermark and the refresh jobs' statistics, so refreshes by policy
- * count too. In PostgreSQL mode a relation kept by differences (utilization) covers up to
- * the end of the current bucket and is up to date as of the read.
+ * buckets without data being absent); for a continuous aggregate (positions, TimescaleDB
+ * mode) the aggregate's own watermark and the refresh jobs' statistics count too, so
+ * refreshes by policy do. A relation kept by differences (utilization, both modes) covers
+ * up to the end of the current bucket and is up to date as of the read.
  */
 const DATA_AS_OF = dataAsOfSql('now()');
 
 export async function readGoldCoverage(db: Queryable, relation: string): Promise<GoldCoverage> {
   const meta = goldRelation(relation);
-  const mode = await storageModeOf(db);
-  const { rows } =
-    mode === 'timescaledb'
-      ? await db.query<CoverageRow>(
-          `/* db:readGoldCoverage */
+  const aggregate = meta.keptByDeltas !== true && (await storageModeOf(db)) === 'timescaledb';
+  const { rows } = aggregate
+    ? await db.query<CoverageRow>(
+        `/* db:readGoldCoverage */
            SELECT c.status, c.coverage_from, c.updated_at,
                   greatest(c.coverage_to,
                            CASE WHEN wm.watermark > 0 THEN TIMESTAMPTZ 'epoch' + wm.watermark * INTERVAL '1 microsecond' END) AS coverage_to,
@@ -63,21 +62,21 @@ export async function readGoldCoverage(db: Queryable, relation: string): Promise
                   AND (j.config ->> 'mat_hypertable_id')::int = wm.mat_hypertable_id
              ) js ON true
             WHERE c.relation = $1`,
-          [relation],
-        )
-      : await db.query<CoverageRow>(
-          // A relation kept by differences changes in the derivation transactions
-          // themselves: once built, it holds every committed derivation at any moment,
-          // the current bucket included, so it is as fresh as this read.
-          // On a streaming replica "this read" is as of the last transaction it replayed.
-          `/* db:readGoldCoverage */
+        [relation],
+      )
+    : await db.query<CoverageRow>(
+        // A relation kept by differences changes in the derivation transactions
+        // themselves: once built, it holds every committed derivation at any moment,
+        // the current bucket included, so it is as fresh as this read.
+        // On a streaming replica "this read" is as of the last transaction it replayed.
+        `/* db:readGoldCoverage */
            SELECT status, coverage_from, NULL::timestamptz AS job_finished_at, NULL::boolean AS job_failed,
                   CASE WHEN $2 AND status = 'ok'
                        THEN greatest(coverage_to, time_bucket($3::interval, ${DATA_AS_OF}) + $3::interval) ELSE coverage_to END AS coverage_to,
                   CASE WHEN $2 AND status = 'ok' THEN ${DATA_AS_OF} ELSE updated_at END AS updated_at
              FROM gold_coverage WHERE relation = $1`,
-          [relation, meta.keptByDeltas === true, meta.bucketWidth],
-        );
+        [relation, meta.keptByDeltas === true, meta.bucketWidth],
+      );
   const row = rows[0];
   if (!row) return { status: 'pending', coverageFrom: null, coverageTo: null, updatedAt: null };
   let updatedAt = row.updated_at;
@@ -312,7 +311,8 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const to = Math.max(from, ceilTo(query.to.getTime(), widthMs));
   const coverage = await readGoldCoverage(db, relation);
   const members = query.assetIds === undefined;
-  if (members && query.fleetScope === undefined) throw new Error('a utilization query names its assets or a fleet scope');
+  if (members && query.fleetScope === undefined)
+    throw new Error('a utilization query names its assets or a fleet scope');
   const assetIds = members ? [] : [...new Set(query.assetIds)];
   const fleet = query.groupBy === 'fleet';
 

@@ -2,22 +2,18 @@ import type { WorkerDeps } from './worker.ts';
 import type { WorkerLoop } from './loop.ts';
 import { derivationLoop } from './features/derivation/loop.ts';
 import { goldRefreshLoop } from './features/gold/loop.ts';
-import { presentRefresher } from './features/gold/present.ts';
 import { housekeepingLoop } from './features/housekeeping/loop.ts';
 import { tableMaintenanceLoop } from './features/housekeeping/table-maintenance.ts';
 import { webhookDeliveryLoop } from './features/webhooks/loop.ts';
 
 /** Every kind of background work the worker runs, feature by feature. */
 export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
-  // PostgreSQL mode keeps utilization gold in the derivation transaction itself
-  // (features/gold/deltas.ts); TimescaleDB mode refreshes its aggregates after each commit.
-  const present = deps.storageMode === 'timescaledb' ? presentRefresher(deps) : null;
+  // Utilization gold is kept in the derivation transaction itself (features/gold/deltas.ts).
   return [
     housekeepingLoop(deps),
     tableMaintenanceLoop(deps),
     webhookDeliveryLoop(deps),
-    derivationLoop(present ? { ...deps, afterCommit: present.notify } : deps),
-    ...(present ? [present.loop] : []),
+    derivationLoop(deps),
     goldRefreshLoop({ ...deps, refreshMs: deps.config.worker.goldRefreshMs }),
   ];
 }
