@@ -94,8 +94,6 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
       from: new Date(day),
       to: new Date(day + 4 * HOUR),
       bucket: 'hour' as const,
-      // The refresher normally applies the log within a second; a grace of 0 plays it late.
-      pendingGraceMs: 0,
     };
     const before = await readUtilization(fixture.pool, query);
     // Utilization gold is kept in the derivation transaction: nothing waits for a refresh.
