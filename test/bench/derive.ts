@@ -187,16 +187,17 @@ async function prepare(mode: StorageMode): Promise<{ pool: Pool; url: string; st
 }
 
 /** Forgets everything derivation produced and queues every device from the start of history. */
-async function resetDerived(pool: Pool, mode: StorageMode, start: number): Promise<void> {
+async function resetDerived(pool: Pool, start: number): Promise<void> {
   await pool.query(
     `TRUNCATE telemetry_segments, usage_sessions, identifier_sessions, derivation_state, derivation_checkpoints,
               derivation_queue, gold_invalidations, geofence_memberships`,
   );
-  if (mode === 'postgres') await pool.query(`TRUNCATE utilization_hourly, utilization_daily`);
   await pool.query(
-    `UPDATE gold_coverage SET status = $1, coverage_from = NULL, coverage_to = NULL, updated_at = NULL
+    `TRUNCATE utilization_hourly, utilization_daily, utilization_hourly_counts, utilization_daily_counts`,
+  );
+  await pool.query(
+    `UPDATE gold_coverage SET status = 'rebuild', coverage_from = NULL, coverage_to = NULL, updated_at = NULL
       WHERE relation IN ('utilization_hourly', 'utilization_daily')`,
-    [mode === 'postgres' ? 'rebuild' : 'pending'],
   );
   await pool.query(`DELETE FROM telemetry_readings WHERE tenant_id = $1 AND ts >= $2`, [
     TENANT,
@@ -502,7 +503,7 @@ async function main(): Promise<void> {
     if (args.has('--skip-backlog')) {
       log('--skip-backlog: keeping what the previous run derived');
     } else {
-      await resetDerived(pool, mode, start);
+      await resetDerived(pool, start);
       const beforeBacklog = await settledSessionTables(pool);
       await deriveBacklog(pool, url, start);
       logSessionTables('backlog', beforeBacklog, await settledSessionTables(pool));

@@ -5,7 +5,7 @@
  *
  * Per mode a fresh database gantry_late_<mode>_<x>_test on the bench server (dropped at
  * the end unless LATE_KEEP_DATABASE=1), LATE_MACHINES (64) machines with one device each,
- * and the real worker (startWorker: derivation, present and gold loops) running while
+ * and the real worker (startWorker: derivation and gold loops) running while
  * LATE_DAYS (31) days of each machine's history (lifts, hourmeter, and a fix every minute
  * for machine 0 and every LATE_GPS_EVERY_MIN (5) minutes for the others:
  * test/support/late-upload.ts) arrive as store-and-forward batch messages through

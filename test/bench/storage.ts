@@ -13,7 +13,7 @@
  *    all along would have made.
  * 2. Derives (segments, sessions, utilization gold, checkpoints) once the upload is stored
  *    and after each live batch, as the worker does, then thins the checkpoints as the
- *    worker does; TimescaleDB mode refreshes its continuous aggregates.
+ *    worker does; TimescaleDB mode refreshes its continuous aggregates (positions).
  * 3. Policies: TimescaleDB compresses silver's chunks older than a day (its compression
  *    job, run with CALL run_job: the background scheduler fails on some builds with
  *    "cannot drop portal"); then retention keeps GANTRY_BENCH_KEEP_DAYS (DAYS − 3) of
@@ -21,8 +21,10 @@
  *    partition drop (maintainPartitions).
  * Prints bytes per reading of silver, bronze, gold, counters, segments and checkpoints
  * after the fill and after the policies, side by side, with the time each step took and
- * the load average; and for PostgreSQL mode how gold's updates went (HOT share, dead rows).
- * GANTRY_BENCH_GOLD_FILLFACTOR=100 resets gold's storage options first (the comparison).
+ * the load average; and how the gold tables' updates went (HOT share, dead rows: every gold
+ * relation in PostgreSQL mode, utilization in TimescaleDB mode, where positions are
+ * continuous aggregates). GANTRY_BENCH_GOLD_FILLFACTOR=100 resets the gold tables' fillfactor
+ * first (the comparison).
  * The databases are dropped at the end unless --keep.
  */
 import os from 'node:os';
@@ -220,6 +222,15 @@ async function fill(
   await derive();
 }
 
+/** The gold relations that are tables (not continuous aggregates). */
+async function goldTables(pool: Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ relname: string }>(
+    `SELECT relname FROM pg_class WHERE relname = ANY ($1::text[]) AND relkind = 'r' ORDER BY relname`,
+    [LAYERS.gold],
+  );
+  return rows.map((row) => row.relname);
+}
+
 async function goldUpdates(pool: Pool): Promise<ModeFigures['gold']> {
   // The counters reach pg_stat_* within a second or so of each commit.
   await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -269,10 +280,10 @@ async function benchMode(mode: StorageMode): Promise<ModeFigures> {
       } finally {
         client.release();
       }
-      if (GOLD_FILLFACTOR)
-        for (const name of LAYERS.gold)
-          await pool.query(`ALTER TABLE ${name} SET (fillfactor = ${Number(GOLD_FILLFACTOR)})`);
     }
+    if (GOLD_FILLFACTOR)
+      for (const name of await goldTables(pool))
+        await pool.query(`ALTER TABLE ${name} SET (fillfactor = ${Number(GOLD_FILLFACTOR)})`);
     const fleet = await provisionFleetBulk(
       pool,
       Array.from({ length: DEVICES }, (_, index) => `storage-sc-${String(index + 1).padStart(4, '0')}`),
@@ -303,10 +314,10 @@ async function benchMode(mode: StorageMode): Promise<ModeFigures> {
     await pruneCheckpoints(pool, { hourlyDays: 3, dailyDays: 31, readingDays: 400 });
     const checkpoints = { beforeThinning, after: await count(pool, 'SELECT count(*) FROM derivation_checkpoints') };
     if (mode === 'timescaledb') {
-      for (const name of ['utilization_hourly', 'utilization_daily', 'positions_1min', 'positions_15min'])
+      for (const name of ['positions_1min', 'positions_15min'])
         await pool.query(`CALL refresh_continuous_aggregate($1, NULL, NULL)`, [name]);
     }
-    const gold = mode === 'postgres' ? await goldUpdates(pool) : [];
+    const gold = await goldUpdates(pool);
     const afterFill = await layerBytes(pool, mode);
     log(`${mode}: checkpoints ${beforeThinning} → ${checkpoints.after}`);
 

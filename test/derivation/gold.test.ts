@@ -84,7 +84,7 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
     expect(gold.rows).toEqual(live.rows);
   });
 
-  it('answers the newly derived buckets of an asset with the new numbers (live once they waited for the refresher longer than the grace; PostgreSQL mode: from gold at commit), and the others from gold', async () => {
+  it('answers the newly derived buckets of an asset from gold with the new numbers as soon as they are derived', async () => {
     const [first, second] = fixture.devices;
     await storeReadings(fixture, work(second!, day + HOUR, 2));
     await deriveAll(fixture);
@@ -94,12 +94,10 @@ describe.each(availableStorageModes())('gold (%s)', (mode) => {
       from: new Date(day),
       to: new Date(day + 4 * HOUR),
       bucket: 'hour' as const,
-      // The refresher normally applies the log within a second; a grace of 0 plays it late.
-      pendingGraceMs: 0,
     };
     const before = await readUtilization(fixture.pool, query);
-    // PostgreSQL mode keeps utilization gold in the derivation transaction: nothing waits.
-    expect(before.source).toBe(mode === 'postgres' ? 'gold' : 'live');
+    // Utilization gold is kept in the derivation transaction: nothing waits for a refresh.
+    expect(before.source).toBe('gold');
     expect(before.rows.some((row) => row.assetId === second!.assetId)).toBe(true);
     await refreshAll(fixture);
     const after = await readUtilization(fixture.pool, query);

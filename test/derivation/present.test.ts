@@ -156,14 +156,11 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
       return work(device, now - duration - 1 - index, index + 20);
     });
     await storeReadings(fixture, recent);
-    // The worker's own wiring: PostgreSQL mode keeps gold in each derivation transaction;
-    // in TimescaleDB mode each derivation commit notifies the present refresher.
+    // The worker's own derivation loop: gold changes in each derivation transaction, and
+    // nothing is left in the log for a refresher.
     const loops = workerLoops({ ...fixture.derivationDeps, config: fixture.config, storageMode: mode });
     const derive = loops.find((loop) => loop.name === 'derivation')!;
-    const present = loops.find((loop) => loop.name === 'gold-present');
-    expect(present === undefined).toBe(mode === 'postgres');
-    while ((await derive.runOnce()) > 0) await present?.runOnce();
-    await present?.runOnce();
+    while ((await derive.runOnce()) > 0);
     const { rows: log } = await fixture.pool.query(
       `SELECT count(*)::int AS n FROM gold_invalidations WHERE relation = 'utilization_hourly'`,
     );
@@ -200,7 +197,7 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
     await expectFleetEqualsGold();
   });
 
-  /** Asset 4's evening of yesterday, derived (not refreshed); the query of its hours. */
+  /** Asset 4's evening of yesterday, derived (no gold refresh after it); the query of its hours. */
   async function deriveEvening(): Promise<UtilizationQuery> {
     const device = fixture.devices[3]!;
     await storeReadings(fixture, work(device, day + 20 * HOUR, 30));
@@ -214,62 +211,23 @@ describe.each(availableStorageModes())('the present and the fleet rollup (%s)', 
     };
   }
 
-  it.runIf(mode === 'timescaledb')(
-    'a bucket derived moments ago is answered from gold until the refresher is late, then live and exact',
-    async () => {
-      const query = await deriveEvening();
-      // Not refreshed yet: within the grace the gold answer (without the new hours) stands…
-      const young = await readUtilization(fixture.pool, query);
-      expect(young.source).toBe('gold');
-      expect(young.rows).toEqual([]);
-      // …an invalidation older than the grace is answered live, with the new numbers…
-      const late = await readUtilization(fixture.pool, { ...query, pendingGraceMs: 0 });
-      expect(late.source).toBe('live');
-      expect(late.rows.length).toBeGreaterThan(0);
-      const lateFleet = await readUtilization(fixture.pool, {
-        ...query,
-        assetIds: await fleetAssets(fixture, null),
-        groupBy: 'fleet',
-        pendingGraceMs: 0,
-      });
-      const lateRollup = await readUtilization(fixture.pool, {
-        ...query,
-        assetIds: await fleetAssets(fixture, null),
-        groupBy: 'fleet',
-        pendingGraceMs: 0,
-        fleetScope: { customerName: null },
-      });
-      expect(lateRollup.source).toBe('live');
-      expect(lateRollup.rows).toEqual(lateFleet.rows);
-      const { assetIds: _named, ...byScope } = { ...query, groupBy: 'fleet' as const, pendingGraceMs: 0 };
-      const lateScope = await readUtilization(fixture.pool, { ...byScope, fleetScope: { customerName: null } });
-      expect(lateScope.source).toBe('live');
-      expect(lateScope.rows).toEqual(lateFleet.rows);
-      // …and the refresh makes gold say the same.
-      await refreshAll(fixture);
-      const refreshed = await readUtilization(fixture.pool, query);
-      expect(refreshed.source).toBe('gold');
-      expect(refreshed.rows).toEqual(late.rows);
-      await expectFleetEqualsGold();
-    },
-  );
-
-  it.runIf(mode === 'postgres')(
-    'a bucket is in gold, per asset and in the rollup, as soon as the derivation that wrote it commits',
-    async () => {
-      const query = await deriveEvening();
-      const gold = await readUtilization(fixture.pool, query);
-      const live = await readUtilization(fixture.pool, { ...query, forceSource: 'live' });
-      expect(gold.source).toBe('gold');
-      expect(gold.rows.length).toBeGreaterThan(0);
-      expect(gold.rows).toEqual(live.rows);
-      const fleet = { ...query, assetIds: await fleetAssets(fixture, null), groupBy: 'fleet' as const };
-      const rollup = await readUtilization(fixture.pool, { ...fleet, fleetScope: { customerName: null } });
-      expect(rollup.source).toBe('gold');
-      expect(rollup.rows).toEqual((await readUtilization(fixture.pool, { ...fleet, forceSource: 'live' })).rows);
-      await expectFleetEqualsGold();
-    },
-  );
+  it('a bucket is in gold, per asset and in the rollup, as soon as the derivation that wrote it commits', async () => {
+    const query = await deriveEvening();
+    const gold = await readUtilization(fixture.pool, query);
+    const live = await readUtilization(fixture.pool, { ...query, forceSource: 'live' });
+    expect(gold.source).toBe('gold');
+    expect(gold.rows.length).toBeGreaterThan(0);
+    expect(gold.rows).toEqual(live.rows);
+    const fleet = { ...query, assetIds: await fleetAssets(fixture, null), groupBy: 'fleet' as const };
+    const rollup = await readUtilization(fixture.pool, { ...fleet, fleetScope: { customerName: null } });
+    expect(rollup.source).toBe('gold');
+    expect(rollup.rows).toEqual((await readUtilization(fixture.pool, { ...fleet, forceSource: 'live' })).rows);
+    const { assetIds: _named, ...byScope } = { ...fleet, fleetScope: { customerName: null } };
+    const scoped = await readUtilization(fixture.pool, byScope);
+    expect(scoped.source).toBe('gold');
+    expect(scoped.rows).toEqual(rollup.rows);
+    await expectFleetEqualsGold();
+  });
 
   it('the rollup equals the sum of per-asset gold after an asset moves to another customer', async () => {
     const moved = fixture.devices[0]!;

@@ -49,13 +49,18 @@ describe.each(availableStorageModes())('migrations in %s mode', (mode) => {
       'utilization_hourly',
     ]);
     const kinds = await pool.query<{ relname: string; relkind: string }>(
-      `SELECT relname, relkind FROM pg_class WHERE relname IN ('utilization_hourly', 'telemetry_readings') ORDER BY relname`,
+      `SELECT relname, relkind FROM pg_class
+        WHERE relname IN ('positions_1min', 'utilization_hourly', 'utilization_hourly_counts', 'telemetry_readings')
+        ORDER BY relname`,
     );
     if (mode === 'timescaledb') {
-      // Continuous aggregates are views over materialization hypertables.
+      // Positions are continuous aggregates (views over materialization hypertables);
+      // utilization gold, kept by differences, is a table with its counts, as in PostgreSQL mode.
       expect(kinds.rows).toEqual([
+        { relname: 'positions_1min', relkind: 'v' },
         { relname: 'telemetry_readings', relkind: 'r' },
-        { relname: 'utilization_hourly', relkind: 'v' },
+        { relname: 'utilization_hourly', relkind: 'r' },
+        { relname: 'utilization_hourly_counts', relkind: 'r' },
       ]);
       const hypertables = await pool.query<{ hypertable_name: string }>(
         `SELECT hypertable_name FROM timescaledb_information.hypertables WHERE hypertable_schema = 'public' ORDER BY 1`,
@@ -69,8 +74,10 @@ describe.each(availableStorageModes())('migrations in %s mode', (mode) => {
     } else {
       // Silver is partitioned by day (db/postgres/0430_partitioned_time_series.sql).
       expect(kinds.rows).toEqual([
+        { relname: 'positions_1min', relkind: 'r' },
         { relname: 'telemetry_readings', relkind: 'p' },
         { relname: 'utilization_hourly', relkind: 'r' },
+        { relname: 'utilization_hourly_counts', relkind: 'r' },
       ]);
     }
     await pool.end();

@@ -1,8 +1,19 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createOutbox, createPool, migrateDatabase, type Pool, type StorageMode } from '@gantry/db';
+import {
+  createOutbox,
+  createPool,
+  dbDirectory,
+  goldDefinition,
+  goldRelation,
+  goldRelations,
+  migrateDatabase,
+  type Pool,
+  type StorageMode,
+} from '@gantry/db';
 import { silentLogger } from '@gantry/logger';
 import { destination, encodeMessage, MachineScript, type LatLon, type SimulatedMessage } from '@gantry/simulator';
 import { deriveDirtyDevices } from '../../services/worker/src/features/derivation/service.ts';
@@ -17,6 +28,8 @@ import { createFleet, createOperator, type Fleet } from '../telemetry-api/fixtur
 // mode), migrated by the current code: the API answers as before, and new data still
 // lands and derives. The earlier code's schema is a copy of its db/ folder
 // (test/fixtures/schema-<commit>); whatever migrations were added since are what runs here.
+// In TimescaleDB mode the earlier code also made utilization gold as continuous
+// aggregates, which the upgrade turns into tables kept by differences (earlierUtilization).
 
 const OLD_SCHEMA = fileURLToPath(new URL('../fixtures/schema-f113e23', import.meta.url));
 const RETENTION = { bronzeDays: 14, readingDays: 400 };
@@ -58,6 +71,79 @@ async function quietJobs(pool: Pool, mode: StorageMode): Promise<void> {
       DELETE FROM _timescaledb_internal.bgw_job_stat_history;
     END IF;
   END $$`);
+}
+
+const UTILIZATION = ['utilization_hourly', 'utilization_daily'];
+
+/**
+ * The counts tables of utilization gold kept by differences in TimescaleDB mode, from
+ * today's migration: the history is derived by today's code, which keeps gold by
+ * differences, before earlierUtilization puts gold back as the earlier code had it.
+ */
+async function countsForTodaysDerivation(pool: Pool): Promise<void> {
+  const sql = readFileSync(path.join(dbDirectory, 'timescaledb', '0490_utilization_deltas.sql'), 'utf8');
+  await pool.query(sql.split('-- Down Migration')[0]!);
+}
+
+/** The definition hash the earlier code stored for a relation (packages/db/src/gold.ts of then). */
+function earlierHash(mode: StorageMode, name: string): string {
+  return createHash('sha256')
+    .update(mode)
+    .update(JSON.stringify({ ...goldRelation(name), keptByDeltas: undefined }))
+    .update(goldDefinition(name, 'TRUE', OLD_SCHEMA))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/**
+ * Utilization gold as the earlier code made it in TimescaleDB mode: continuous aggregates
+ * (daily on hourly) with their index and refresh policy, no counts tables, refreshed whole
+ * as its worker refreshed a new aggregate, the fleet rollup summed from them, and the
+ * definition hashes it stored.
+ */
+async function earlierUtilization(pool: Pool): Promise<void> {
+  await pool.query(
+    `DROP TABLE utilization_daily, utilization_hourly, utilization_daily_counts, utilization_hourly_counts`,
+  );
+  for (const name of UTILIZATION) {
+    const { policy } = goldRelation(name);
+    await pool.query(
+      `CREATE MATERIALIZED VIEW ${name} WITH (timescaledb.continuous, timescaledb.materialized_only = true) AS
+         ${goldDefinition(name, 'TRUE', OLD_SCHEMA)}
+       WITH NO DATA`,
+    );
+    await pool.query(`CREATE INDEX ${name}_tenant_bucket_idx ON ${name} (tenant_id, bucket)`);
+    await pool.query(
+      `SELECT add_continuous_aggregate_policy($1::regclass,
+         start_offset => $2::interval, end_offset => $3::interval, schedule_interval => $4::interval)`,
+      [name, policy.startOffset, policy.endOffset, policy.scheduleInterval],
+    );
+    await pool.query(`CALL refresh_continuous_aggregate($1::regclass, NULL, NULL)`, [name]);
+    await pool.query(
+      `UPDATE gold_coverage SET status = 'ok', updated_at = now(),
+              coverage_from = (SELECT min(bucket) FROM ${name}),
+              coverage_to = time_bucket($2::interval, now()) + $2::interval
+        WHERE relation = $1`,
+      [name, goldRelation(name).bucketWidth],
+    );
+    await pool.query(`UPDATE gantry_meta SET value = to_jsonb($2::text) WHERE key = $1`, [
+      `gold:${name}`,
+      earlierHash('timescaledb', name),
+    ]);
+  }
+  await pool.query(`SELECT gantry_fleet_recompute(NULL, NULL, NULL)`);
+}
+
+/** What each gold relation is (relkind) and, for a continuous aggregate, its materialization hypertable. */
+async function goldObjects(pool: Pool): Promise<Record<string, string>> {
+  const { rows } = await pool.query<{ name: string; object: string }>(
+    `SELECT c.relname AS name, c.relkind::text || coalesce(':' || ca.mat_hypertable_id, '') AS object
+       FROM pg_class c
+       LEFT JOIN _timescaledb_catalog.continuous_agg ca ON ca.user_view_name = c.relname AND ca.user_view_schema = 'public'
+      WHERE c.relname = ANY ($1::text[]) AND c.relnamespace = 'public'::regnamespace`,
+    [goldRelations.map((relation) => relation.name)],
+  );
+  return Object.fromEntries(rows.map((row) => [row.name, row.object]));
 }
 
 /** One shift of a machine on the day starting at `day`: an operator, three container moves, a stop. */
@@ -215,6 +301,7 @@ describe.each(availableStorageModes())('upgrading a %s database made by the code
     await migrateDatabase(url, { storageMode: mode, retention: RETENTION, directory: OLD_SCHEMA });
     let pool = createPool(url, { max: 5, applicationName: 'gantry-test' });
     await quietJobs(pool, mode);
+    if (mode === 'timescaledb') await countsForTodaysDerivation(pool);
 
     const fleet = await createFleet(pool, MACHINES, 'Upgrade terminal');
     for (const [index] of MACHINES.entries())
@@ -229,7 +316,24 @@ describe.each(availableStorageModes())('upgrading a %s database made by the code
     await pool.query(counterWindowMigration()[0]);
     await ingest(pool, url, history);
     await deriveAndRefresh(pool, url, mode);
+    // Today's code stores the relations made as before under the hashes the earlier code
+    // computed (every one in PostgreSQL mode, positions in TimescaleDB mode): the upgrade
+    // leaves them as they are.
+    const unchanged = goldRelations
+      .filter((relation) => mode === 'postgres' || !relation.keptByDeltas)
+      .map((relation) => relation.name);
+    const { rows: hashes } = await pool.query<{ key: string; value: string }>(
+      `SELECT key, value #>> '{}' AS value FROM gantry_meta WHERE key = ANY ($1::text[])`,
+      [unchanged.map((name) => `gold:${name}`)],
+    );
+    expect(Object.fromEntries(hashes.map((row) => [row.key, row.value]))).toEqual(
+      Object.fromEntries(unchanged.map((name) => [`gold:${name}`, earlierHash(mode, name)])),
+    );
+    let earlierGold: Record<string, string> = {};
     if (mode === 'timescaledb') {
+      await earlierUtilization(pool);
+      await quietJobs(pool, mode);
+      earlierGold = await goldObjects(pool);
       const compressed = await compressAllChunks(pool);
       expect(compressed.telemetry_readings, JSON.stringify(compressed)).toBeGreaterThanOrEqual(DAYS);
       expect(compressed.telemetry_segments, JSON.stringify(compressed)).toBeGreaterThan(0);
@@ -257,6 +361,25 @@ describe.each(availableStorageModes())('upgrading a %s database made by the code
     await migrateDatabase(url, { storageMode: 'auto', retention: RETENTION });
     pool = createPool(url, { max: 5, applicationName: 'gantry-test' });
     await quietJobs(pool, mode);
+    if (mode === 'timescaledb') {
+      // Utilization's aggregates became tables, to be rebuilt by the worker; the positions
+      // aggregates are the very ones the earlier code made.
+      const gold = await goldObjects(pool);
+      expect(gold).toEqual({
+        ...earlierGold,
+        utilization_hourly: 'r',
+        utilization_daily: 'r',
+      });
+      for (const name of UTILIZATION) expect(earlierGold[name]).toMatch(/^v:\d+$/);
+      const { rows: statuses } = await pool.query(
+        `SELECT relation, status FROM gold_coverage WHERE relation = ANY ($1::text[]) ORDER BY relation`,
+        [UTILIZATION],
+      );
+      expect(statuses).toEqual([
+        { relation: 'utilization_daily', status: 'rebuild' },
+        { relation: 'utilization_hourly', status: 'rebuild' },
+      ]);
+    }
     await deriveAndRefresh(pool, url, mode);
     api = await startTestApi(pool, url);
     try {

@@ -87,7 +87,7 @@ async function load(db: TestDatabase): Promise<{ tenantId: string; assetId: stri
   const tables =
     db.mode === 'timescaledb'
       ? [
-          ...BIG_TABLES.filter((table) => !/^(positions|utilization)_/.test(table)),
+          ...BIG_TABLES.filter((table) => !/^positions_/.test(table)),
           ...(
             await db.pool.query<{ name: string }>(
               `SELECT format('%I.%I', materialization_hypertable_schema, materialization_hypertable_name) AS name
@@ -214,8 +214,9 @@ describe.each(availableStorageModes())(
       const scope: TelemetryScope = { tenantId: subject.tenantId, customerName: null };
       const from = new Date(FROM);
       const to = new Date(TO);
-      // In TimescaleDB mode gold is a continuous aggregate: its materialization's (asset_id, bucket) index.
-      const goldKey = (relation: string) => (mode === 'timescaledb' ? /_asset_id_bucket_idx$/ : `${relation}_pkey`);
+      // In TimescaleDB mode positions are continuous aggregates: their materialization's (asset_id, bucket) index.
+      const goldKey = (relation: string) =>
+        mode === 'timescaledb' && relation.startsWith('positions_') ? /_asset_id_bucket_idx$/ : `${relation}_pkey`;
       const list: Expectation[] = [];
       for (const resolution of ['1min', '15min'] as const) {
         const relation = `positions_${resolution}`;

@@ -5,9 +5,9 @@ import { storageModeOf } from './storage-mode.ts';
 
 /**
  * What a gold relation covers, for the API's `aggregateRefresh`. Buckets before
- * `coverageTo` are materialized (apart from pending invalidations, which readers answer
- * live); `coverageTo` is the end of the newest materialized bucket and may lie in the
- * future while the current bucket is still filling.
+ * `coverageTo` are materialized (those of a refreshed relation apart from windows still
+ * in the invalidation log); `coverageTo` is the end of the newest materialized bucket and
+ * may lie in the future while the current bucket is still filling.
  */
 export interface GoldCoverage {
   /** `ok`, `pending` (never materialized yet) or `failed` (the last refresh failed). */
@@ -29,20 +29,19 @@ interface CoverageRow {
 /**
  * The coverage of a gold relation, truthful in both storage modes. The worker records how
  * far it has applied the invalidation log (every bucket before that matches the source,
- * buckets without data being absent); TimescaleDB mode also reads the continuous
- * aggregate's own watermark and the refresh jobs' statistics, so refreshes by policy
- * count too. In PostgreSQL mode a relation kept by differences (utilization) covers up to
- * the end of the current bucket and is up to date as of the read.
+ * buckets without data being absent); for a continuous aggregate (positions, TimescaleDB
+ * mode) the aggregate's own watermark and the refresh jobs' statistics count too, so
+ * refreshes by policy do. A relation kept by differences (utilization, both modes) covers
+ * up to the end of the current bucket and is up to date as of the read.
  */
 const DATA_AS_OF = dataAsOfSql('now()');
 
 export async function readGoldCoverage(db: Queryable, relation: string): Promise<GoldCoverage> {
   const meta = goldRelation(relation);
-  const mode = await storageModeOf(db);
-  const { rows } =
-    mode === 'timescaledb'
-      ? await db.query<CoverageRow>(
-          `/* db:readGoldCoverage */
+  const aggregate = meta.keptByDeltas !== true && (await storageModeOf(db)) === 'timescaledb';
+  const { rows } = aggregate
+    ? await db.query<CoverageRow>(
+        `/* db:readGoldCoverage */
            SELECT c.status, c.coverage_from, c.updated_at,
                   greatest(c.coverage_to,
                            CASE WHEN wm.watermark > 0 THEN TIMESTAMPTZ 'epoch' + wm.watermark * INTERVAL '1 microsecond' END) AS coverage_to,
@@ -63,21 +62,21 @@ export async function readGoldCoverage(db: Queryable, relation: string): Promise
                   AND (j.config ->> 'mat_hypertable_id')::int = wm.mat_hypertable_id
              ) js ON true
             WHERE c.relation = $1`,
-          [relation],
-        )
-      : await db.query<CoverageRow>(
-          // A relation kept by differences changes in the derivation transactions
-          // themselves: once built, it holds every committed derivation at any moment,
-          // the current bucket included, so it is as fresh as this read.
-          // On a streaming replica "this read" is as of the last transaction it replayed.
-          `/* db:readGoldCoverage */
+        [relation],
+      )
+    : await db.query<CoverageRow>(
+        // A relation kept by differences changes in the derivation transactions
+        // themselves: once built, it holds every committed derivation at any moment,
+        // the current bucket included, so it is as fresh as this read.
+        // On a streaming replica "this read" is as of the last transaction it replayed.
+        `/* db:readGoldCoverage */
            SELECT status, coverage_from, NULL::timestamptz AS job_finished_at, NULL::boolean AS job_failed,
                   CASE WHEN $2 AND status = 'ok'
                        THEN greatest(coverage_to, time_bucket($3::interval, ${DATA_AS_OF}) + $3::interval) ELSE coverage_to END AS coverage_to,
                   CASE WHEN $2 AND status = 'ok' THEN ${DATA_AS_OF} ELSE updated_at END AS updated_at
              FROM gold_coverage WHERE relation = $1`,
-          [relation, meta.keptByDeltas === true, meta.bucketWidth],
-        );
+        [relation, meta.keptByDeltas === true, meta.bucketWidth],
+      );
   const row = rows[0];
   if (!row) return { status: 'pending', coverageFrom: null, coverageTo: null, updatedAt: null };
   let updatedAt = row.updated_at;
@@ -120,8 +119,6 @@ export interface UtilizationQuery {
    * are the fleet as the caller read it (the rollup is corrected by any difference).
    */
   fleetScope?: { customerName: string | null };
-  /** Tests only: how old a pending invalidation must be to be answered live (PENDING_GRACE_MS). */
-  pendingGraceMs?: number;
 }
 
 /** Sums over one bucket (and one asset, or the fleet). Seconds and metres, exact sums. */
@@ -170,36 +167,6 @@ const RELATION: Record<UtilizationBucket, string> = { hour: 'utilization_hourly'
 const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
 const ceilTo = (ms: number, width: number) => Math.ceil(ms / width) * width;
 
-interface Window {
-  assetId: string;
-  from: number;
-  to: number;
-}
-
-/** Merges overlapping windows per asset so no bucket is counted twice. */
-function mergeWindows(windows: Window[]): Window[] {
-  const byAsset = new Map<string, Window[]>();
-  for (const window of windows) {
-    if (window.to <= window.from) continue;
-    const list = byAsset.get(window.assetId) ?? [];
-    list.push(window);
-    byAsset.set(window.assetId, list);
-  }
-  const merged: Window[] = [];
-  for (const list of byAsset.values()) {
-    list.sort((a, b) => a.from - b.from);
-    let current: Window | undefined;
-    for (const window of list) {
-      if (current && window.from <= current.to) current.to = Math.max(current.to, window.to);
-      else {
-        current = { ...window };
-        merged.push(current);
-      }
-    }
-  }
-  return merged;
-}
-
 export const SUM_COLUMNS = [
   'running_seconds',
   'moving_seconds',
@@ -243,15 +210,6 @@ function toUtilizationRow(row: UtilizationDbRow, widthMs: number): UtilizationRo
   };
 }
 
-/**
- * How long a logged invalidation may wait for the worker before readers stop trusting
- * gold for its buckets. The worker applies the log right after each derivation commit
- * (and every second besides), so gold normally trails derivation by one refresh; a bucket
- * still pending after this long means the refresher is behind or failing, and is
- * answered live instead (exact, and `source: live` says so).
- */
-export const PENDING_GRACE_MS = 5_000;
-
 /** Placeholders with their casts, so a statement also runs as COPY with values inlined. */
 class StatementParams {
   readonly values: unknown[] = [];
@@ -282,28 +240,23 @@ const FLEET_TABLE: Record<UtilizationBucket, string> = {
   day: 'utilization_fleet_daily',
 };
 
-/** Whether the fleet rollup may answer: built (status ok) since its last rebuild. */
-async function fleetRollupReady(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ status: string }>(
-    `/* db:readUtilization:fleetStatus */ SELECT status FROM gold_coverage WHERE relation = 'utilization_fleet'`,
-  );
-  return rows[0]?.status === 'ok';
-}
-
 /**
  * The statement behind `readUtilization`, for callers that run it themselves (an export
- * hands it to COPY). A few small reads first decide the plan — the relation's coverage,
- * buckets pending in the invalidation log for longer than PENDING_GRACE_MS, whether the
- * fleet rollup is built — then one statement gives every row:
+ * hands it to COPY). A small read or two first decide the plan — the relation's coverage
+ * and, for a fleet scope, whether the fleet rollup is built — then one statement gives
+ * every row:
  *
  * - per asset: gold rows for [from, goldTo), live rows (the same definition over
- *   segments) for the rest and for the stale pending buckets;
+ *   segments) for the rest (a relation not built yet, a range past its coverage);
  * - fleet without `fleetScope`: those rows summed per bucket (one gold row per asset and
  *   bucket);
  * - fleet with `fleetScope`: the scope's rollup row per bucket, corrected by the assets
  *   that differ between the rollup's members and `assetIds` (none, unless a move or a
- *   deletion committed between the caller's read of its assets and this statement) and by
- *   the live buckets. The answer is the sum over exactly `assetIds`, as without the rollup.
+ *   deletion committed between the caller's read of its assets and this statement), then
+ *   the live rows. The answer is the sum over exactly `assetIds`, as without the rollup.
+ *
+ * Gold kept by differences holds every committed derivation, so within its coverage no
+ * bucket waits for a refresh and none is answered live.
  */
 export async function utilizationStatement(db: Queryable, query: UtilizationQuery): Promise<UtilizationStatement> {
   const widthMs = BUCKET_MS[query.bucket];
@@ -317,84 +270,54 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const assetIds = members ? [] : [...new Set(query.assetIds)];
   const fleet = query.groupBy === 'fleet';
 
-  // Gold answers [from, goldTo); everything else, and stale pending buckets, is live.
+  // Gold answers [from, goldTo); the rest is live.
   let goldTo = from;
   if (query.forceSource === 'gold') goldTo = to;
   else if (query.forceSource !== 'live' && coverage.status !== 'pending' && coverage.coverageTo) {
     goldTo = Math.max(from, Math.min(to, ceilTo(coverage.coverageTo.getTime(), widthMs)));
   }
-  // One round trip: the stale pending buckets, whether the fleet rollup is built and, for a
-  // fleet scope, the assets that differ between the rollup's members and `assetIds` — or,
-  // for a fleet scope without `assetIds`, how many members it has.
-  const pendingWindows: Window[] = [];
-  let fleetStatus: string | null | undefined;
+  // For a fleet scope, one round trip: whether the fleet rollup is built (status ok since
+  // its last rebuild) and the assets that differ between the rollup's members and
+  // `assetIds` — or, without `assetIds`, how many members the scope has.
+  let fleetStatus: string | null = null;
   let notAsked: string[] = [];
   let notMembers: string[] = [];
   let memberCount = 0;
-  const checkPending = goldTo > from && query.forceSource !== 'gold' && (members || assetIds.length > 0);
-  if (checkPending || members) {
+  const correct = !members && fleet && query.fleetScope !== undefined && goldTo > from && assetIds.length > 0;
+  if (members || correct) {
     const q = new StatementParams();
     const tenant = q.add(query.tenantId, 'uuid');
-    const customer = query.fleetScope ? q.add(query.fleetScope.customerName, 'text') : null;
+    const customer = q.add(query.fleetScope!.customerName, 'text');
     const scopeMembers = `SELECT m.asset_id FROM fleet_members m WHERE m.tenant_id = ${tenant} AND (${customer}::text IS NULL OR m.customer_name = ${customer})`;
     const ids = members ? '' : q.add(assetIds, 'uuid[]');
-    const subjects = members ? `IN (${scopeMembers})` : `= ANY (${ids})`;
-    const corrections =
-      !members && fleet && query.fleetScope !== undefined
-        ? `(SELECT array_agg(s.asset_id) FROM (${scopeMembers}) s
-             WHERE NOT EXISTS (SELECT 1 FROM unnest(${ids}) AS x(asset_id) WHERE x.asset_id = s.asset_id)) AS not_asked,
-           (SELECT array_agg(x.asset_id) FROM unnest(${ids}) AS x(asset_id)
-             WHERE NOT EXISTS (SELECT 1 FROM (${scopeMembers}) s WHERE s.asset_id = x.asset_id)) AS not_members,`
-        : 'NULL::uuid[] AS not_asked, NULL::uuid[] AS not_members,';
-    const pendingSql = checkPending
-      ? `SELECT subject_id, min(bucket_start) AS bucket_start, max(bucket_end) AS bucket_end
-           FROM gold_invalidations
-          WHERE relation = 'utilization_hourly' AND tenant_id = ${tenant} AND subject_id ${subjects}
-            AND bucket_start < ${q.add(new Date(goldTo), 'timestamptz')} AND bucket_end > ${q.add(new Date(from), 'timestamptz')}
-            AND created_at < now() - ${q.add(query.pendingGraceMs ?? PENDING_GRACE_MS, 'float8')} * INTERVAL '1 millisecond'
-          GROUP BY subject_id`
-      : 'SELECT NULL::uuid AS subject_id, NULL::timestamptz AS bucket_start, NULL::timestamptz AS bucket_end WHERE false';
-    const pending = await db.query<{
+    const corrections = correct
+      ? `(SELECT array_agg(s.asset_id) FROM (${scopeMembers}) s
+           WHERE NOT EXISTS (SELECT 1 FROM unnest(${ids}) AS x(asset_id) WHERE x.asset_id = s.asset_id)) AS not_asked,
+         (SELECT array_agg(x.asset_id) FROM unnest(${ids}) AS x(asset_id)
+           WHERE NOT EXISTS (SELECT 1 FROM (${scopeMembers}) s WHERE s.asset_id = x.asset_id)) AS not_members,`
+      : 'NULL::uuid[] AS not_asked, NULL::uuid[] AS not_members,';
+    const scope = await db.query<{
       fleet_status: string | null;
       not_asked: string[] | null;
       not_members: string[] | null;
       member_count: number | null;
-      subject_id: string | null;
-      bucket_start: Date;
-      bucket_end: Date;
     }>(
-      `/* db:readUtilization:pending */
+      `/* db:readUtilization:scope */
        SELECT (SELECT status FROM gold_coverage WHERE relation = 'utilization_fleet') AS fleet_status,
               ${corrections}
-              ${members ? `(SELECT count(*)::int FROM (${scopeMembers}) s)` : 'NULL::int'} AS member_count,
-              p.*
-         FROM (SELECT 1) AS one
-         LEFT JOIN LATERAL (${pendingSql}) AS p ON true`,
+              ${members ? `(SELECT count(*)::int FROM (${scopeMembers}) s)` : 'NULL::int'} AS member_count`,
       q.values,
     );
-    fleetStatus = pending.rows[0]?.fleet_status ?? null;
-    notAsked = pending.rows[0]?.not_asked ?? [];
-    notMembers = pending.rows[0]?.not_members ?? [];
-    memberCount = pending.rows[0]?.member_count ?? 0;
-    for (const row of pending.rows) {
-      if (row.subject_id === null) continue;
-      pendingWindows.push({
-        assetId: row.subject_id,
-        from: Math.max(from, floorTo(row.bucket_start.getTime(), widthMs)),
-        to: Math.min(goldTo, ceilTo(row.bucket_end.getTime(), widthMs)),
-      });
-    }
+    fleetStatus = scope.rows[0]?.fleet_status ?? null;
+    notAsked = scope.rows[0]?.not_asked ?? [];
+    notMembers = scope.rows[0]?.not_members ?? [];
+    memberCount = scope.rows[0]?.member_count ?? 0;
   }
   const assetCount = members ? memberCount : assetIds.length;
-  const live = mergeWindows(pendingWindows);
-  // Past the coverage, every asset is live: [goldTo, to), after every pending window.
+  // Past the coverage, every asset is live: [goldTo, to).
   const gap = goldTo < to && assetCount > 0 ? { from: goldTo, to } : null;
   const fleetRollup =
-    fleet &&
-    query.fleetScope !== undefined &&
-    goldTo > from &&
-    assetCount > 0 &&
-    (fleetStatus === undefined ? await fleetRollupReady(db) : fleetStatus === 'ok');
+    fleet && query.fleetScope !== undefined && goldTo > from && assetCount > 0 && fleetStatus === 'ok';
 
   const p = new StatementParams();
   // Added on first use: every placeholder of a statement must appear in it.
@@ -426,29 +349,8 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const columns = SUM_COLUMNS.join(', ');
   const ctes: string[] = [];
   const parts: string[] = [];
-  const liveWindow = (asset: string, time: string) =>
-    `EXISTS (SELECT 1 FROM live_windows w WHERE w.asset_id = ${asset} AND ${time} >= w.wfrom AND ${time} < w.wto)`;
   const livePart = (filter: string) =>
     `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM (${liveDefinition(relation, filter)}) live`;
-  if (live.length > 0) {
-    ctes.push(`live_windows AS (
-      SELECT * FROM unnest(${p.add(
-        live.map((w) => w.assetId),
-        'uuid[]',
-      )}, ${p.add(
-        live.map((w) => new Date(w.from)),
-        'timestamptz[]',
-      )}, ${p.add(
-        live.map((w) => new Date(w.to)),
-        'timestamptz[]',
-      )}) AS w(asset_id, wfrom, wto))`);
-    const liveFrom = p.add(new Date(Math.min(...live.map((w) => w.from))), 'timestamptz');
-    const liveTo = p.add(new Date(Math.max(...live.map((w) => w.to))), 'timestamptz');
-    parts.push(
-      livePart(`${ofAssets('s.asset_id')} AND s.start_ts >= ${liveFrom} AND s.start_ts < ${liveTo}
-      AND ${liveWindow('s.asset_id', 's.start_ts')}`),
-    );
-  }
   if (gap) {
     parts.push(
       livePart(
@@ -460,7 +362,6 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   const goldBounds =
     goldTo > from ? [p.add(new Date(from), 'timestamptz'), p.add(new Date(goldTo), 'timestamptz')] : [];
   const [goldFrom, goldUntil] = goldBounds;
-  const notLive = live.length > 0 ? `AND NOT ${liveWindow('g.asset_id', 'g.bucket')}` : '';
   if (fleetRollup) {
     const customer = query.fleetScope!.customerName;
     const key =
@@ -489,26 +390,13 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
            )}) AS a(asset_id, sign)
           CROSS JOIN LATERAL (SELECT * FROM ${relation} g
                                WHERE g.asset_id = a.asset_id AND g.tenant_id = ${tenant()}
-                                 AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil} ${notLive}) g`,
-      );
-    }
-    if (live.length > 0) {
-      // The rollup's share of the live buckets, taken out (the live rows above replace it).
-      parts.push(
-        // Live windows are merged per asset, so no gold row is taken twice.
-        `SELECT g.asset_id, g.bucket, -1 AS asset_count, ${SUM_COLUMNS.map((c) => `-coalesce(g.${c}, 0) AS ${c}`).join(', ')}
-           FROM live_windows w
-          CROSS JOIN LATERAL (SELECT * FROM ${relation} g
-                               WHERE g.asset_id = w.asset_id AND g.tenant_id = ${tenant()}
-                                 AND g.bucket >= greatest(w.wfrom, ${goldFrom}) AND g.bucket < least(w.wto, ${goldUntil})) g
-          WHERE w.asset_id <> ALL (${p.add(notMembers, 'uuid[]')})`,
+                                 AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}) g`,
       );
     }
   } else if (goldTo > from) {
     parts.push(
       `SELECT asset_id, bucket, 1 AS asset_count, ${columns} FROM ${relation} g
-        WHERE ${ofAssets('g.asset_id', 'g')} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}
-        ${notLive}`,
+        WHERE ${ofAssets('g.asset_id', 'g')} AND g.bucket >= ${goldFrom} AND g.bucket < ${goldUntil}`,
     );
   }
 
@@ -554,7 +442,7 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
   return {
     text,
     values,
-    source: live.length > 0 || gap ? 'live' : 'gold',
+    source: gap ? 'live' : 'gold',
     aggregateRefresh: coverage,
     bucket: query.bucket,
     from: new Date(from),
@@ -567,9 +455,8 @@ export async function utilizationStatement(db: Queryable, query: UtilizationQuer
 /**
  * Utilization and container-work sums per asset (or fleet) and bucket for [from, to),
  * answered from gold where the relation's coverage holds — the open bucket included,
- * which the worker keeps current as it derives — and live from segments for the rest:
- * ranges past `coverageTo`, and each asset's buckets whose invalidations have waited
- * longer than PENDING_GRACE_MS. Both paths run the same SQL definition
+ * which the worker keeps current as it derives — and live from segments for the rest
+ * (a relation not built yet, ranges past `coverageTo`). Both paths run the same SQL definition
  * (db/gold/utilization_hourly.sql), so they give identical numbers. Buckets with no
  * segments are absent from `rows`.
  */

@@ -8,8 +8,9 @@ import type { StorageMode } from './storage-mode.ts';
 
 /**
  * A gold relation: one SQL definition (db/gold/<name>.sql, with a `{{filter}}` slot in
- * its WHERE clause) materialized as a continuous aggregate in TimescaleDB mode or as a
- * table refreshed by the worker in PostgreSQL mode, and run directly for live answers.
+ * its WHERE clause), materialized as a table (PostgreSQL mode; relations kept by
+ * differences in both modes) or as a continuous aggregate (the others in TimescaleDB
+ * mode), and run directly for live answers.
  */
 export interface GoldRelation {
   name: string;
@@ -23,12 +24,16 @@ export interface GoldRelation {
   /** The relation this one is rolled up from, if any (hierarchical aggregates). */
   rollupOf?: string;
   /**
-   * PostgreSQL mode keeps the table by differences in the derivation transaction
-   * (services/worker/src/features/gold/deltas.ts) instead of from the invalidation log:
+   * A table kept by differences in the derivation transaction, in both storage modes
+   * (services/worker/src/features/gold/deltas.ts), instead of from the invalidation log:
    * it is current with every committed derivation.
    */
   keptByDeltas?: boolean;
-  /** TimescaleDB refresh policy: how far back each run looks and how often it runs. */
+  /**
+   * TimescaleDB refresh policy of a continuous aggregate: how far back each run looks and
+   * how often it runs. (Relations kept by differences keep theirs only because it is part
+   * of their definition hash: dropping it would rebuild PostgreSQL-mode gold for nothing.)
+   */
   policy: { startOffset: string; endOffset: string; scheduleInterval: string };
 }
 
@@ -114,22 +119,50 @@ export function goldRelation(name: string): GoldRelation {
   return relation;
 }
 
+/** What a relation is made as: a table wherever it is kept by differences or TimescaleDB is absent. */
+function madeAsTable(relation: GoldRelation, mode: StorageMode): boolean {
+  return mode === 'postgres' || relation.keptByDeltas === true;
+}
+
 function definitionHash(relation: GoldRelation, mode: StorageMode, directory: string): string {
-  return (
-    createHash('sha256')
-      .update(mode)
-      // How PostgreSQL mode keeps a relation is not its shape: changing it does not recreate it.
-      .update(JSON.stringify({ ...relation, keptByDeltas: undefined }))
-      .update(goldDefinition(relation.name, 'TRUE', directory))
-      .digest('hex')
-      .slice(0, 16)
+  const hash = createHash('sha256')
+    .update(mode)
+    // Whether a table is kept by differences or from the log is not its shape: changing it does not recreate it.
+    .update(JSON.stringify({ ...relation, keptByDeltas: undefined }))
+    .update(goldDefinition(relation.name, 'TRUE', directory));
+  // A table in TimescaleDB mode was a continuous aggregate before it was kept by
+  // differences: naming it changes the hash, so an existing database converts. Every other
+  // relation is what its mode always made, and keeps the hash it had.
+  if (mode === 'timescaledb' && madeAsTable(relation, mode)) hash.update('table');
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * Drops a gold relation, whatever it was made as: a table, or a continuous aggregate
+ * (TimescaleDB shows one as a view over its materialization and drops it as a
+ * materialized view).
+ */
+async function dropGoldRelation(client: Queryable, name: string, mode: StorageMode): Promise<void> {
+  const { rows } = await client.query<{ kind: string }>(
+    `SELECT relkind::text AS kind FROM pg_class WHERE oid = to_regclass($1)`,
+    [name],
   );
+  const kind = rows[0]?.kind;
+  if (kind === undefined) return;
+  const object =
+    kind === 'r' || kind === 'p'
+      ? 'TABLE'
+      : kind === 'm' || (kind === 'v' && mode === 'timescaledb')
+        ? 'MATERIALIZED VIEW'
+        : 'VIEW';
+  await client.query(`DROP ${object} ${name} CASCADE`);
 }
 
 /**
  * Creates each gold relation, or recreates it when its definition changed since it was
- * made. PostgreSQL mode gets a table shaped by the definition itself and marks it for a
- * full rebuild by the worker; TimescaleDB mode gets a continuous aggregate and policy.
+ * made, with every relation rolled up from it; the others stay as they are. A table is
+ * shaped by the definition itself and marked for a full rebuild by the worker; the
+ * continuous aggregates of TimescaleDB mode (positions) get their refresh policy.
  */
 export async function installGoldRelations(
   client: Queryable,
@@ -141,47 +174,44 @@ export async function installGoldRelations(
     `SELECT key, value #>> '{}' AS value FROM gantry_meta WHERE key LIKE 'gold:%'`,
   );
   const installed = new Map(rows.map((row) => [row.key.slice('gold:'.length), row.value]));
-  let rebuildFrom = -1;
-  goldRelations.forEach((relation, index) => {
-    if (installed.get(relation.name) !== definitionHash(relation, mode, directory) && rebuildFrom === -1)
-      rebuildFrom = index;
-  });
-  if (rebuildFrom === -1) return;
+  const changed = new Set(
+    goldRelations
+      .filter((relation) => installed.get(relation.name) !== definitionHash(relation, mode, directory))
+      .map((relation) => relation.name),
+  );
+  // A changed relation invalidates everything rolled up from it (a rollup is listed after its source).
+  for (const relation of goldRelations)
+    if (relation.rollupOf && changed.has(relation.rollupOf)) changed.add(relation.name);
+  const toRebuild = goldRelations.filter((relation) => changed.has(relation.name));
+  if (toRebuild.length === 0) return;
 
-  // A changed relation invalidates everything rolled up from it, so drop from there on.
-  const toRebuild = goldRelations.slice(rebuildFrom);
-  for (const relation of [...toRebuild].reverse()) {
-    await client.query(
-      mode === 'timescaledb'
-        ? `DROP MATERIALIZED VIEW IF EXISTS ${relation.name} CASCADE`
-        : `DROP TABLE IF EXISTS ${relation.name} CASCADE`,
-    );
-  }
+  for (const relation of [...toRebuild].reverse()) await dropGoldRelation(client, relation.name, mode);
   for (const relation of toRebuild) {
-    logger?.info({ relation: relation.name, mode }, 'creating gold relation');
-    if (mode === 'timescaledb') await createContinuousAggregate(client, relation, directory);
-    else await createGoldTable(client, relation, directory);
+    const table = madeAsTable(relation, mode);
+    logger?.info({ relation: relation.name, mode, table }, 'creating gold relation');
+    if (table) await createGoldTable(client, relation, directory);
+    else await createContinuousAggregate(client, relation, directory);
     await client.query(
       `INSERT INTO gantry_meta (key, value, updated_at) VALUES ($1, to_jsonb($2::text), now())
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
       [`gold:${relation.name}`, definitionHash(relation, mode, directory)],
     );
-    // 'rebuild' asks the PostgreSQL-mode refresher to materialize everything already in
-    // the source; TimescaleDB's refresh policy does the same on its own.
+    // 'rebuild' asks the worker to fill a table with everything already in the source;
+    // 'pending' has it refresh a continuous aggregate whole (its policy would too).
     await client.query(
       `INSERT INTO gold_coverage (relation, status) VALUES ($1, $2)
        ON CONFLICT (relation) DO UPDATE
          SET status = EXCLUDED.status, coverage_from = NULL, coverage_to = NULL, updated_at = NULL`,
-      [relation.name, mode === 'postgres' ? 'rebuild' : 'pending'],
+      [relation.name, table ? 'rebuild' : 'pending'],
     );
   }
 }
 
 /**
- * PostgreSQL mode's gold tables are updated in place batch after batch (the open bucket of
- * each asset): room on each page keeps those updates HOT, and fixed vacuum thresholds
- * suit tables that only grow (db/postgres/0431_gold_storage.sql says why and sets the same
- * on tables made before it).
+ * Gold tables are updated in place batch after batch (the open bucket of each asset):
+ * room on each page keeps those updates HOT, and fixed vacuum thresholds suit tables that
+ * only grow (db/postgres/0431_gold_storage.sql says why and sets the same on tables made
+ * before it).
  */
 const GOLD_TABLE_STORAGE =
   'fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 10000, autovacuum_analyze_scale_factor = 0.02';

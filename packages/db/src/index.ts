@@ -33,7 +33,6 @@ export {
   readUtilization,
   utilizationStatement,
   utilizationFigures,
-  PENDING_GRACE_MS,
   SUM_COLUMNS as UTILIZATION_SUM_COLUMNS,
   type GoldCoverage,
   type UtilizationBucket,

@@ -2,7 +2,6 @@ import type { WorkerDeps } from './worker.ts';
 import type { WorkerLoop } from './loop.ts';
 import { derivationLoop } from './features/derivation/loop.ts';
 import { goldRefreshLoop } from './features/gold/loop.ts';
-import { presentRefresher } from './features/gold/present.ts';
 import { counterWindowLoop } from './features/housekeeping/counter-window.ts';
 import { housekeepingLoop } from './features/housekeeping/loop.ts';
 import { tableMaintenanceLoop } from './features/housekeeping/table-maintenance.ts';
@@ -10,16 +9,13 @@ import { webhookDeliveryLoop } from './features/webhooks/loop.ts';
 
 /** Every kind of background work the worker runs, feature by feature. */
 export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
-  // PostgreSQL mode keeps utilization gold in the derivation transaction itself
-  // (features/gold/deltas.ts); TimescaleDB mode refreshes its aggregates after each commit.
-  const present = deps.storageMode === 'timescaledb' ? presentRefresher(deps) : null;
+  // Utilization gold is kept in the derivation transaction itself (features/gold/deltas.ts).
   return [
     housekeepingLoop(deps),
     counterWindowLoop(deps),
     tableMaintenanceLoop(deps),
     webhookDeliveryLoop(deps),
-    derivationLoop(present ? { ...deps, afterCommit: present.notify } : deps),
-    ...(present ? [present.loop] : []),
+    derivationLoop(deps),
     goldRefreshLoop({ ...deps, refreshMs: deps.config.worker.goldRefreshMs }),
   ];
 }

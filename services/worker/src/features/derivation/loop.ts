@@ -14,13 +14,9 @@ const DAILY_CHECKPOINT_DAYS = 31;
 /**
  * Derivation: while devices are dirty, derive them a batch at a time; every few
  * seconds queue devices whose open sessions fall due to time out; hourly, thin old
- * checkpoints to what late data can use. After each commit that derived something,
- * `afterCommit` (TimescaleDB mode: the present refresher's notify) has the gold buckets it
- * invalidated refreshed at once.
+ * checkpoints to what late data can use.
  */
-export function derivationLoop(
-  deps: DerivationDeps & { config: Pick<Config, 'retention'>; afterCommit?: () => void },
-): WorkerLoop {
+export function derivationLoop(deps: DerivationDeps & { config: Pick<Config, 'retention'> }): WorkerLoop {
   let lastRecheck = 0;
   let lastPrune = 0;
   return {
@@ -41,9 +37,7 @@ export function derivationLoop(
           readingDays: deps.config.retention.readingDays,
         });
       }
-      const run = await deriveDirtyDevices(deps);
-      if (run.devices > 0) deps.afterCommit?.();
-      return run.devices;
+      return (await deriveDirtyDevices(deps)).devices;
     },
   };
 }

@@ -276,15 +276,10 @@ function columns<T>(rows: T[], pick: Array<(row: T) => unknown>): unknown[][] {
 }
 
 /**
- * Writes the devices' new segments. With `contributions` (PostgreSQL mode, where gold
- * follows segments by differences) returns their utilization contributions, and those of
- * the rows they overwrote (taken away); TimescaleDB mode runs the plain upsert.
+ * Writes the devices' new segments; returns their utilization contributions, and those
+ * of the rows they overwrote (taken away), for gold kept by differences.
  */
-export async function insertSegments(
-  client: PoolClient,
-  outputs: DeviceOutput[],
-  options: { contributions: boolean },
-): Promise<UtilizationContribution[]> {
+export async function insertSegments(client: PoolClient, outputs: DeviceOutput[]): Promise<UtilizationContribution[]> {
   const rows = outputs.flatMap((o) => {
     // One row per start: a later row for the same start replaces an earlier one.
     const byStart = new Map<number, Segment>();
@@ -296,11 +291,9 @@ export async function insertSegments(
        $8::bool[], $9::bool[], $10::float8[], $11::float8[], $12::float8[], $13::int[], $14::int[], $15::int[], $16::int[])
        AS i(tenant_id, device_id, asset_id, start_ts, end_ts, has_data, running, moving, loaded, seconds, distance_m,
             hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)`;
-  const upsert = (
-    source: string,
-  ) => `INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data,
+  const upsert = `INSERT INTO telemetry_segments (tenant_id, device_id, asset_id, start_ts, end_ts, has_data,
        running, moving, loaded, seconds, distance_m, hourmeter_delta, container_cycles, imu_anomalies, imu_samples, gps_points)
-     ${source}
+     SELECT * FROM input
      ON CONFLICT (device_id, start_ts) DO UPDATE SET
        tenant_id = EXCLUDED.tenant_id, asset_id = EXCLUDED.asset_id, end_ts = EXCLUDED.end_ts, has_data = EXCLUDED.has_data,
        running = EXCLUDED.running, moving = EXCLUDED.moving, loaded = EXCLUDED.loaded, seconds = EXCLUDED.seconds,
@@ -311,15 +304,13 @@ export async function insertSegments(
   // taken away (`replaced`, one index probe per segment, all sub-statements seeing the
   // table as before the statement) and the new rows' added. Every row written returns
   // (no "only if changed" condition), so each replaced row has its written one.
-  const text = !options.contributions
-    ? `/* worker:insertSegments */ ${upsert(input)}`
-    : `/* worker:insertSegments */
+  const text = `/* worker:insertSegments */
        WITH input AS (${input}),
        replaced AS (
          SELECT s.* FROM input i
           CROSS JOIN LATERAL (SELECT * FROM telemetry_segments s WHERE s.device_id = i.device_id AND s.start_ts = i.start_ts) s
        ),
-       written AS (${upsert('SELECT * FROM input')} RETURNING *)
+       written AS (${upsert} RETURNING *)
        SELECT 1 AS sign, * FROM (${contributionsSelect('written')}) w
        UNION ALL
        SELECT -1 AS sign, * FROM (${contributionsSelect('replaced')}) r`;
@@ -344,7 +335,7 @@ export async function insertSegments(
       (r) => r.segment.gpsPoints,
     ]),
   );
-  return options.contributions ? toContributions(changes) : [];
+  return toContributions(changes);
 }
 
 const whole = (seconds: number) => Math.round(seconds);

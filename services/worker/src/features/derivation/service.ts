@@ -10,7 +10,7 @@ import {
   type Reading,
 } from '@gantry/telemetry-core';
 import { applyGeofenceTransitions, type DeviceTransitions } from '../geofences/alerts.ts';
-import { applyUtilizationDeltas, type UtilizationContribution } from '../gold/deltas.ts';
+import { applyUtilizationDeltas } from '../gold/deltas.ts';
 import { loadEnabledZones, type TenantZone } from '../geofences/repository.ts';
 import type { PoolClient } from '@gantry/db';
 import { derivationMetrics } from './metrics.ts';
@@ -53,7 +53,6 @@ export function derivationOptions(config: Pick<Config, 'derivation'>): Derivatio
   });
 }
 
-const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const floorTo = (ms: number, width: number) => Math.floor(ms / width) * width;
 
@@ -70,8 +69,8 @@ type Path = 'carry' | 'checkpoint' | 'scratch';
  * One derivation step: claims up to a batch of dirty devices, derives each from its
  * carry (new data), its newest checkpoint before the earliest new reading (late data)
  * or from scratch, and in the same transaction replaces what each produced before,
- * stores the new carry and checkpoints, brings utilization gold along (PostgreSQL mode:
- * by differences; TimescaleDB mode: by logging the buckets that changed) and applies
+ * stores the new carry and checkpoints, brings utilization gold along by differences,
+ * logs the minutes of positions gold that changed (TimescaleDB mode) and applies
  * geofence transitions. Returns how much it did (0: nothing was dirty).
  */
 export async function deriveDirtyDevices(deps: DerivationDeps, now: () => number = Date.now): Promise<DerivationRun> {
@@ -204,11 +203,10 @@ async function deriveClaimed(
 
   if (outputs.length > 0) {
     const removed = await deleteReplacedSegments(client, outputs);
-    const written = await insertSegments(client, outputs, { contributions: mode === 'postgres' });
+    const written = await insertSegments(client, outputs);
     await writeUsageSessions(client, outputs);
     await writeIdentifierSessions(client, outputs);
     await saveDerivationState(client, outputs);
-    if (mode === 'timescaledb') invalidations.push(...segmentInvalidations(outputs, removed));
     await recordInvalidations(client, invalidations);
     const alerts = await applyGeofenceTransitions(client, deps.outbox, zonesById, transitions, {
       now: at,
@@ -217,7 +215,7 @@ async function deriveClaimed(
     if (alerts.opened > 0) derivationMetrics.alerts.inc({ change: 'opened' }, alerts.opened);
     if (alerts.resolved > 0) derivationMetrics.alerts.inc({ change: 'resolved' }, alerts.resolved);
     // Last before the queue rows: the gold rows it locks are held only until the commit.
-    if (mode === 'postgres') await applyUtilizationDeltas(client, [...removed, ...written]);
+    await applyUtilizationDeltas(client, [...removed, ...written]);
   }
   if (failed.length > 0) {
     // To the back of the queue, so one bad device does not hold up the others.
@@ -268,29 +266,4 @@ function readingInvalidations(device: ClaimedDevice, readings: Reading[]): Inval
     });
   }
   return result;
-}
-
-/** Hours of utilization_hourly whose segments were replaced or written, per asset (TimescaleDB mode). */
-function segmentInvalidations(outputs: DeviceOutput[], removed: UtilizationContribution[]): Invalidation[] {
-  const ranges = new Map<string, { tenantId: string; assetId: string; first: number; last: number }>();
-  const note = (tenantId: string, assetId: string, first: number, last: number) => {
-    const key = `${tenantId}|${assetId}`;
-    const range = ranges.get(key);
-    if (range) {
-      range.first = Math.min(range.first, first);
-      range.last = Math.max(range.last, last);
-    } else ranges.set(key, { tenantId, assetId, first, last });
-  };
-  for (const hour of removed) note(hour.tenantId, hour.assetId, hour.bucket.getTime(), hour.bucket.getTime());
-  for (const output of outputs) {
-    for (const segment of output.segments)
-      if (segment.assetId) note(output.tenantId, segment.assetId, segment.start, segment.start);
-  }
-  return [...ranges.values()].map((range) => ({
-    relation: 'utilization_hourly',
-    tenantId: range.tenantId,
-    subjectId: range.assetId,
-    bucketStart: floorTo(range.first, HOUR),
-    bucketEnd: floorTo(range.last, HOUR) + HOUR,
-  }));
 }

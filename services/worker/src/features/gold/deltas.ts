@@ -1,15 +1,15 @@
 import { goldDefinition, UTILIZATION_SUM_COLUMNS, type Queryable } from '@gantry/db';
 
 /**
- * PostgreSQL mode keeps utilization gold by differences, in the derivation transaction
- * that changes telemetry_segments: the segments it deleted or overwrote are taken away,
- * the ones it wrote are added, per asset and hour (utilization_hourly), per asset and day
- * (utilization_daily) and in the fleet rollup. The cost follows the segments that
- * changed, not the hour's volume. Sums are numeric, so adding and taking away leaves
- * exactly what summing again gives. The `*_counts` tables (db/postgres/0150) count the
- * segments behind each row and each filtered figure: a row goes when its count reaches 0,
- * a filtered figure is NULL when no segment matches its filter, as in the definition.
- * (TimescaleDB mode refreshes its continuous aggregates from the invalidation log.)
+ * Utilization gold is kept by differences, in both storage modes, in the derivation
+ * transaction that changes telemetry_segments: the segments it deleted or overwrote are
+ * taken away, the ones it wrote are added, per asset and hour (utilization_hourly), per
+ * asset and day (utilization_daily) and in the fleet rollup. The cost follows the
+ * segments that changed, not the hour's volume. Sums are numeric, so adding and taking
+ * away leaves exactly what summing again gives. The `*_counts` tables (db/postgres/0150,
+ * db/timescaledb/0490) count the segments behind each row and each filtered figure: a row
+ * goes when its count reaches 0, a filtered figure is NULL when no segment matches its
+ * filter, as in the definition.
  */
 
 const HOURLY = 'utilization_hourly';

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkerLoop } from '../../loop.ts';
-import { PRESENT_RELATIONS } from './present.ts';
-import { refreshGold, refreshPlans, type GoldDeps } from './refresh.ts';
+import { refreshGold, type GoldDeps } from './refresh.ts';
 
 /**
  * After a step that refreshed buckets older than LATE_MS (late data: an upload of a
@@ -18,21 +17,16 @@ const LATE_MS = 3_600_000;
  * every GANTRY_GOLD_REFRESH_MS, at once while a backlog remains and within FOLLOW_MS
  * after a step that refreshed late data — positions in TimescaleDB mode; in PostgreSQL
  * mode ingest keeps them by differences and the log holds only a replay's minutes
- * (services/ingest/src/storage/positions.ts). Utilization is kept elsewhere (TimescaleDB
- * mode: present.ts after each derivation commit, so the two loops never contend for one
- * relation; PostgreSQL mode: by differences in the derivation transaction, deltas.ts), so
- * here it is only rebuilt when installed or changed, in PostgreSQL mode.
+ * (services/ingest/src/storage/positions.ts). Utilization is kept by differences in the
+ * derivation transaction (deltas.ts), so here it is only rebuilt when installed or changed.
  */
 export function goldRefreshLoop(deps: GoldDeps & { refreshMs: number }): WorkerLoop {
-  const only = refreshPlans
-    .map((plan) => plan.base)
-    .filter((base) => deps.storageMode !== 'timescaledb' || !PRESENT_RELATIONS.includes(base));
   const stopping = new AbortController();
   return {
     name: 'gold-refresh',
     idleMs: deps.refreshMs,
     async runOnce() {
-      const result = await refreshGold(deps, { only });
+      const result = await refreshGold(deps);
       if (result.more) return result.applied;
       const late = result.earliest !== null && result.earliest < Date.now() - LATE_MS;
       if (!late) return 0;

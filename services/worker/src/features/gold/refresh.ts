@@ -12,13 +12,13 @@ import { canonicalDefinition, rebuildUtilizationCounts } from './deltas.ts';
 import { goldMetrics } from './metrics.ts';
 
 /**
- * How each gold relation is kept fresh. Relations follow the invalidation log, bucket by
- * bucket, current bucket included: in TimescaleDB mode the derivation worker logs every
- * change; in PostgreSQL mode utilization is kept by differences in the derivation
- * transaction (deltas.ts) and positions by differences in ingest's batch transaction
- * (services/ingest/src/storage/positions.ts), so the log holds only what those cannot
- * express (a replay's minutes) and the plans here mostly rebuild. (The traffic counts are
- * not gold: ingest keeps them, services/ingest/src/storage/counters.ts.)
+ * How each gold relation is kept fresh. Utilization is kept by differences in the
+ * derivation transaction (deltas.ts, both modes): its plan only rebuilds. Positions follow
+ * the invalidation log, bucket by bucket, current bucket included: in TimescaleDB mode
+ * the derivation worker logs the minutes of new fixes; in PostgreSQL mode ingest keeps
+ * them by differences in its batch transaction (services/ingest/src/storage/positions.ts),
+ * so the log holds only what those cannot express (a replay's minutes). (The traffic
+ * counts are not gold: ingest keeps them, services/ingest/src/storage/counters.ts.)
  */
 interface RefreshPlan {
   base: string;
@@ -27,7 +27,7 @@ interface RefreshPlan {
   fleet?: boolean;
 }
 
-export const refreshPlans: RefreshPlan[] = [
+const refreshPlans: RefreshPlan[] = [
   { base: 'utilization_hourly', rollups: ['utilization_daily'], fleet: true },
   { base: 'positions_1min', rollups: ['positions_15min'] },
 ];
@@ -42,7 +42,7 @@ export interface GoldRefreshOptions {
   /** Invalidation rows applied per relation and step. */
   batch?: number;
   now?: () => number;
-  /** Only these base relations (the present refresher runs utilization alone). */
+  /** Only these base relations (tests and benchmarks refresh one plan alone). */
   only?: string[];
 }
 
@@ -170,10 +170,11 @@ export async function refreshGold(deps: GoldDeps, options: GoldRefreshOptions = 
     if (options.only && !options.only.includes(plan.base)) continue;
     const started = performance.now();
     try {
-      const step =
-        deps.storageMode === 'timescaledb'
+      const step = goldRelation(plan.base).keptByDeltas
+        ? await rebuildIfNeeded(deps.pool, plan, { batch, now })
+        : deps.storageMode === 'timescaledb'
           ? await refreshTimescalePlan(deps.pool, plan, { batch, now })
-          : await refreshPostgresPlan(deps.pool, plan, { batch, now });
+          : await applyLog(deps.pool, plan, { batch, now });
       if (step === null) {
         result.busy.push(plan.base);
         continue;
@@ -208,11 +209,7 @@ interface StepOptions {
   now: number;
 }
 
-// PostgreSQL mode ------------------------------------------------------------------------
-
-async function refreshPostgresPlan(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
-  return goldRelation(plan.base).keptByDeltas ? rebuildIfNeeded(pool, plan, options) : applyLog(pool, plan, options);
-}
+// Tables (both modes for utilization, PostgreSQL mode for positions) ---------------------
 
 /**
  * Relations kept by differences in the derivation transaction (deltas.ts) need the worker
@@ -234,7 +231,7 @@ async function rebuildIfNeeded(pool: Pool, plan: RefreshPlan, options: StepOptio
   return withTransaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`gantry:gold:${plan.base}`]);
     const now = await needed(client);
-    if (now.gold) await rebuildPostgresPlan(client, plan, options);
+    if (now.gold) await rebuildTables(client, plan, options);
     else if (now.fleet) await rebuildFleet(client, 0);
     else return idle;
     return { applied: 0, more: false, kind: 'rebuild' };
@@ -242,7 +239,7 @@ async function rebuildIfNeeded(pool: Pool, plan: RefreshPlan, options: StepOptio
 }
 
 /** Every relation of the plan (and its fleet rollup) built again from its definition. */
-async function rebuildPostgresPlan(client: PoolClient, plan: RefreshPlan, options: StepOptions): Promise<void> {
+async function rebuildTables(client: PoolClient, plan: RefreshPlan, options: StepOptions): Promise<void> {
   const started = performance.now();
   const deltas = goldRelation(plan.base).keptByDeltas === true;
   await client.query(`/* worker:goldRebuild */ DELETE FROM gold_invalidations WHERE relation = $1`, [plan.base]);
@@ -265,7 +262,7 @@ async function rebuildPostgresPlan(client: PoolClient, plan: RefreshPlan, option
   if (plan.fleet) await rebuildFleet(client, performance.now() - started);
 }
 
-/** One transaction: the relation and its rollups change together, with the log rows they apply. */
+/** One transaction: the relation and its rollups change together, with the log rows they apply (PostgreSQL mode). */
 async function applyLog(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
   return withTransaction(pool, async (client) => {
     const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
@@ -275,7 +272,7 @@ async function applyLog(pool: Pool, plan: RefreshPlan, options: StepOptions): Pr
     const started = performance.now();
     const coverage = await readCoverage(client, plan.base);
     if (coverage.status === 'rebuild' || coverage.status === 'pending') {
-      await rebuildPostgresPlan(client, plan, options);
+      await rebuildTables(client, plan, options);
       return { applied: 0, more: false, kind: 'rebuild' };
     }
 
@@ -367,31 +364,13 @@ async function rebuildFleet(client: Queryable, durationMs: number): Promise<void
   await writeCoverage(client, FLEET, { coverageFrom: null, coverageTo: null, durationMs });
 }
 
-/** Tenant windows of the log rows, merged per tenant (hour-aligned). */
-function tenantWindows(rows: Array<{ tenant_id: string; bucket_start: Date; bucket_end: Date }>): Window[] {
-  return mergeWindows(
-    rows.map((row) => ({ subject: row.tenant_id, from: row.bucket_start.getTime(), to: row.bucket_end.getTime() })),
-    3_600_000,
-    true,
-  );
-}
-
-/** Sums the fleet rows of those tenants' hours and days again from gold (TimescaleDB mode). */
-async function recomputeFleet(client: Queryable, windows: Window[]): Promise<void> {
-  if (windows.length === 0) return;
-  await client.query(
-    `/* worker:fleetRecompute */ SELECT gantry_fleet_recompute($1::uuid[], $2::timestamptz[], $3::timestamptz[])`,
-    [windows.map((w) => w.subject), windows.map((w) => iso(w.from)), windows.map((w) => iso(w.to))],
-  );
-}
-
 // TimescaleDB mode -----------------------------------------------------------------------
 
 /**
- * Continuous aggregates refreshed for exactly the windows the log names (the policies
- * stay as a safety net). refresh_continuous_aggregate cannot run in a transaction, so
- * the log rows are deleted after the refreshes succeeded: a crash in between only
- * refreshes those windows again.
+ * Continuous aggregates (positions) refreshed for exactly the windows the log names (the
+ * policies stay as a safety net). refresh_continuous_aggregate cannot run in a
+ * transaction, so the log rows are deleted after the refreshes succeeded: a crash in
+ * between only refreshes those windows again.
  */
 async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: StepOptions): Promise<Step | null> {
   const client = await pool.connect();
@@ -417,7 +396,6 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         plan.base,
         maxId.rows[0]?.id ?? 0,
       ]);
-      if (plan.fleet) await rebuildFleet(client, performance.now() - started);
       for (const relation of relations) {
         const first = await client.query<{ first: Date | null }>(`SELECT min(bucket) AS first FROM ${relation}`);
         await writeCoverage(client, relation, {
@@ -429,9 +407,9 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
       return { applied: 0, more: false, kind: 'rebuild' };
     }
 
-    const log = await client.query<{ id: number; tenant_id: string; bucket_start: Date; bucket_end: Date }>(
+    const log = await client.query<{ id: number; bucket_start: Date; bucket_end: Date }>(
       `/* worker:readInvalidations */
-       SELECT id, tenant_id, bucket_start, bucket_end FROM gold_invalidations WHERE relation = $1 ORDER BY id LIMIT $2`,
+       SELECT id, bucket_start, bucket_end FROM gold_invalidations WHERE relation = $1 ORDER BY id LIMIT $2`,
       [plan.base, options.batch],
     );
     const baseWidth = widthOf(plan.base);
@@ -447,12 +425,6 @@ async function refreshTimescalePlan(pool: Pool, plan: RefreshPlan, options: Step
         const width = widthOf(rollup);
         await callRefresh(client, rollup, floorTo(slice.from, width), ceilTo(slice.to, width), pool);
       }
-    }
-    if (plan.fleet) {
-      // The aggregates were refreshed outside the worker's sight of their old rows: the
-      // fleet rows of the refreshed tenants' buckets are summed again.
-      if ((await readCoverage(client, FLEET)).status !== 'ok') await rebuildFleet(client, performance.now() - started);
-      else await recomputeFleet(client, tenantWindows(log.rows));
     }
     if (log.rows.length > 0) {
       await client.query(`DELETE FROM gold_invalidations WHERE id = ANY ($1::bigint[])`, [
