@@ -73,7 +73,8 @@ export const environmentSchema = z.object({
 
   GANTRY_WORKER_POLL_MS: positiveInt.default(500),
   GANTRY_WORKER_METRICS_PORT: port.default(9465),
-  GANTRY_WORKER_DEVICE_BATCH: positiveInt.default(50),
+  GANTRY_WORKER_DEVICE_BATCH: positiveInt.default(200),
+  GANTRY_WORKER_DERIVATION_LOOPS: positiveInt.default(2),
   GANTRY_GOLD_REFRESH_MS: positiveInt.default(5000),
   GANTRY_DERIVATION_MAX_READINGS: positiveInt.default(100000),
   GANTRY_DERIVATION_CARRY_LAG_SECONDS: nonNegativeInt.default(60),
@@ -199,7 +200,7 @@ export interface Config {
     heapGrowthPercent: number;
   };
   retention: { bronzeDays: number; readingDays: number };
-  worker: { pollMs: number; metricsPort: number; deviceBatch: number; goldRefreshMs: number };
+  worker: { pollMs: number; metricsPort: number; deviceBatch: number; derivationLoops: number; goldRefreshMs: number };
   derivation: {
     /** Readings per run across the claimed devices (a backlog is derived in slices). */
     maxReadings: number;
@@ -333,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pollMs: e.GANTRY_WORKER_POLL_MS,
       metricsPort: e.GANTRY_WORKER_METRICS_PORT,
       deviceBatch: e.GANTRY_WORKER_DEVICE_BATCH,
+      derivationLoops: e.GANTRY_WORKER_DERIVATION_LOOPS,
       goldRefreshMs: e.GANTRY_GOLD_REFRESH_MS,
     },
     derivation: {

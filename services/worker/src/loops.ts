@@ -15,7 +15,9 @@ export function workerLoops(deps: WorkerDeps): WorkerLoop[] {
     counterWindowLoop(deps),
     tableMaintenanceLoop(deps),
     webhookDeliveryLoop(deps),
-    derivationLoop(deps),
+    // Several loops, each claiming its own devices (advisory locks, as several workers do):
+    // one loop's database work overlaps another's derivation in Node.
+    ...Array.from({ length: deps.config.worker.derivationLoops }, (_, index) => derivationLoop(deps, index)),
     goldRefreshLoop({ ...deps, refreshMs: deps.config.worker.goldRefreshMs }),
   ];
 }

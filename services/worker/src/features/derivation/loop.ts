@@ -16,13 +16,18 @@ const DAILY_CHECKPOINT_DAYS = 31;
  * seconds queue devices whose open sessions fall due to time out; hourly, thin old
  * checkpoints to what late data can use.
  */
-export function derivationLoop(deps: DerivationDeps & { config: Pick<Config, 'retention'> }): WorkerLoop {
+export function derivationLoop(
+  deps: DerivationDeps & { config: Pick<Config, 'retention'> },
+  /** Which of the worker's derivation loops this is: the first also does the rechecks and pruning. */
+  index = 0,
+): WorkerLoop {
   let lastRecheck = 0;
   let lastPrune = 0;
   return {
-    name: 'derivation',
+    name: index === 0 ? 'derivation' : `derivation-${index + 1}`,
     idleMs: deps.config.worker.pollMs,
     async runOnce() {
+      if (index > 0) return (await deriveDirtyDevices(deps)).devices;
       const now = Date.now();
       if (now - lastRecheck >= RECHECK_EVERY_MS) {
         lastRecheck = now;
